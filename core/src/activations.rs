@@ -1,0 +1,524 @@
+//! Activation memory: the tensors each decoder layer saves for backward, per micro-batch.
+//!
+//! Two implementations are modelled, chosen by the engine:
+//!
+//! * **Megatron** (Megatron-LM / Megatron-Core, also Megatron-DeepSpeed): Korthikanti et
+//!   al. 2022, "Reducing Activation Recomputation in Large Transformer Models", Table 2,
+//!   generalized to GQA (K and V have `num_key_value_heads` heads), the real
+//!   `intermediate_size`, SwiGLU (the fused `bias_swiglu` keeps the fc1 output, 2 x I, and
+//!   the fc2 input), flash attention (output + fp32 softmax statistics instead of the
+//!   `b x a x s^2` terms), dropout only where its probability is non-zero, tensor and
+//!   sequence parallelism (Sec. 4.2.2: everything outside the attention/MLP cores is
+//!   divided by TP only with SP).
+//! * **Hugging Face on PyTorch** (DDP, FSDP, DeepSpeed engines): what the transformers
+//!   modules keep. RMSNorm upcasts to fp32 and saves that copy plus the normalized result
+//!   (`LlamaRMSNorm.forward`); under autocast every linear casts its input to half
+//!   precision separately, so q/k/v (and gate/up) each keep their own copy; a gated MLP
+//!   keeps gate, act(gate), up and their product (8 x I bytes per token in bf16); eager
+//!   attention keeps the fp32 softmax and its half copy; SDPA/flash keep q, k, v, the
+//!   output and the fp32 logsumexp.
+//!
+//! All results are bytes for one micro-batch on one GPU.
+
+use crate::config::{Attention, Recompute};
+use crate::model::{FfnKind, MlpKind, ModelArch, NormKind};
+use crate::precision::Framework;
+
+/// Inputs of the activation model for one GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct ActCtx<'a> {
+    pub arch: &'a ModelArch,
+    /// Micro-batch size.
+    pub b: u64,
+    /// Sequence length held by this GPU (seq_len / context-parallel size).
+    pub s: u64,
+    /// Full sequence length (attention spans it under context parallelism).
+    pub s_full: u64,
+    pub tp: u64,
+    /// Megatron sequence parallelism.
+    pub sp: bool,
+    /// Expert-parallel size (tokens dispatched to this GPU's experts).
+    pub ep: u64,
+    pub framework: Framework,
+    pub attention: Attention,
+    pub recompute: Recompute,
+    /// Bytes per activation element (2 half, 4 fp32).
+    pub act: u64,
+    /// Bytes per element of the residual stream (4 under PyTorch autocast with fp32
+    /// weights, else `act`).
+    pub residual: u64,
+    /// Bytes per element of inputs saved by linear layers (1 with fp8).
+    pub linear_input: u64,
+    /// Under PyTorch autocast each linear casts its (fp32) input itself.
+    pub autocast: bool,
+}
+
+/// One saved tensor (or group) with its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    pub name: &'static str,
+    pub bytes: u64,
+}
+
+fn push(v: &mut Vec<Saved>, name: &'static str, bytes: u64) {
+    if bytes > 0 {
+        v.push(Saved { name, bytes });
+    }
+}
+
+impl ActCtx<'_> {
+    fn tokens(&self) -> u64 {
+        self.b * self.s
+    }
+    /// Divides tensors outside attention/MLP cores: by TP only with sequence parallelism.
+    fn sp_div(&self) -> u64 {
+        if self.sp { self.tp } else { 1 }
+    }
+    fn heads(&self) -> u64 {
+        self.arch.num_attention_heads.div_ceil(self.tp)
+    }
+    fn kv_heads(&self) -> u64 {
+        if self.arch.mla.is_some() {
+            self.heads()
+        } else {
+            self.arch.num_key_value_heads.div_ceil(self.tp)
+        }
+    }
+    fn dropout_mask(&self, p: f64, elems: u64) -> u64 {
+        if p > 0.0 { elems } else { 0 }
+    }
+    /// Elements of the `b x a x s x s_full` attention score matrix on this GPU (sliding
+    /// window layers do not shrink it in eager mode: transformers masks a full matrix).
+    fn score_elems(&self) -> u64 {
+        self.b * self.heads() * self.s * self.s_full
+    }
+}
+
+/// Tensors a normalization layer keeps for backward (per layer norm), input included.
+fn norm_saved(c: &ActCtx, v: &mut Vec<Saved>, name: &'static str, elems: u64) {
+    match c.framework {
+        Framework::Megatron => push(v, name, elems * c.act / c.sp_div()),
+        _ => match c.arch.norm {
+            // LlamaRMSNorm: fp32 copy of the input (the input itself when already fp32) saved
+            // by pow/mul, rsqrt (one fp32 per token), and the normalized result cast back
+            // to the input dtype, saved by `weight * x`.
+            NormKind::RmsNorm => {
+                push(v, name, elems * 4 + c.tokens() * 4 + elems * c.residual);
+            }
+            // nn.LayerNorm: keeps its input plus mean and rstd (fp32 per token).
+            NormKind::LayerNorm => push(v, name, elems * c.residual + 2 * c.tokens() * 4),
+        },
+    }
+}
+
+/// Inputs a group of `n` linear layers reading the same tensor keep: one shared copy,
+/// or one autocast cast each.
+fn shared_linear_input(c: &ActCtx, elems: u64, n: u64) -> u64 {
+    let copies = if c.autocast { n } else { 1 };
+    copies * elems * c.linear_input
+}
+
+/// Attention block of one layer (excluding its input norm).
+fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+    let a = c.arch;
+    let t = c.tokens();
+    let (h, qd, vd) = (a.hidden_size, a.qk_head_dim(), a.v_head_dim());
+    let heads = c.heads();
+    let kv = c.kv_heads();
+    let q_elems = t * heads * qd;
+    let k_elems = t * kv * qd;
+    let v_elems = t * kv * vd;
+    let o_elems = t * heads * vd;
+    let selective = c.recompute == Recompute::Selective;
+    let eager = c.attention == Attention::Eager;
+    match c.framework {
+        Framework::Megatron => {
+            // Korthikanti Table 2: QKV input 2sbh (/t with SP), Q and K, V, softmax 2as^2b,
+            // its dropout mask as^2b and output 2as^2b, projection input 2sbh, dropout mask sbh.
+            push(v, "qkv_input", t * h * c.linear_input / c.sp_div());
+            if let Some(m) = &a.mla {
+                // MLA keeps the compressed latents for the up-projections.
+                push(
+                    v,
+                    "mla_latents",
+                    t * (m.kv_lora_rank + m.q_lora_rank.unwrap_or(0)) * c.act,
+                );
+            }
+            push(v, "q_k", (q_elems + k_elems) * c.act);
+            push(v, "v", v_elems * c.act);
+            if eager && !selective {
+                let s2 = c.score_elems();
+                push(v, "softmax_output", s2 * c.act);
+                push(
+                    v,
+                    "softmax_dropout_mask",
+                    c.dropout_mask(a.attention_dropout, s2),
+                );
+                push(
+                    v,
+                    "softmax_dropout_output",
+                    if a.attention_dropout > 0.0 {
+                        s2 * c.act
+                    } else {
+                        0
+                    },
+                );
+            } else if !eager {
+                // flash / fused attention: fp32 softmax statistics per query row
+                push(v, "softmax_lse", c.b * heads * c.s * 4);
+            }
+            push(v, "proj_input", o_elems * c.linear_input);
+            push(
+                v,
+                "attention_dropout_mask",
+                c.dropout_mask(a.hidden_dropout, t * h / c.sp_div()),
+            );
+        }
+        _ => {
+            // transformers attention modules (LlamaAttention with sdpa/eager/flash).
+            push(
+                v,
+                "qkv_input",
+                shared_linear_input(c, t * h, if a.fused_qkv { 1 } else { 3 }),
+            );
+            if let Some(m) = &a.mla {
+                // DeepseekV3Attention: q_a_layernorm / kv_a_layernorm inputs and outputs,
+                // kv_b_proj input.
+                let latents = m.kv_lora_rank + m.q_lora_rank.unwrap_or(0);
+                push(
+                    v,
+                    "mla_latents",
+                    t * latents * (4 + 2 * c.act) + t * m.qk_rope_head_dim * c.act,
+                );
+            }
+            // q and k after rotary embedding (rotary keeps only the shared cos/sin)
+            push(v, "q_k", (q_elems + k_elems) * c.act);
+            if a.qk_norm {
+                // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results
+                push(v, "qk_norm", (q_elems + k_elems) * (4 + c.act));
+            }
+            push(v, "v", v_elems * c.act);
+            if eager {
+                if !selective {
+                    // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
+                    // half copy the second matmul keeps (one tensor when already fp32).
+                    let s2 = c.score_elems();
+                    let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
+                    push(v, "attention_probs", s2 * 4 + half_copy);
+                    push(
+                        v,
+                        "attention_dropout_mask",
+                        c.dropout_mask(a.attention_dropout, s2),
+                    );
+                    // repeat_kv materializes K and V per query head for the matmuls
+                    if kv < heads {
+                        push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);
+                    }
+                }
+            } else {
+                // SDPA / flash keep the output and the fp32 logsumexp
+                push(v, "attention_output", o_elems * c.act);
+                push(v, "attention_lse", c.b * heads * c.s * 4);
+            }
+            // o_proj input (transpose + contiguous copy of the attention output)
+            push(v, "o_proj_input", o_elems * c.linear_input);
+            push(
+                v,
+                "attention_dropout_mask",
+                c.dropout_mask(a.hidden_dropout, t * h),
+            );
+        }
+    }
+}
+
+/// MLP of intermediate size `inter` over `t` tokens (excluding its input norm).
+fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: bool) {
+    let a = c.arch;
+    let h = a.hidden_size;
+    let i = inter.div_ceil(c.tp);
+    match c.framework {
+        Framework::Megatron => {
+            push(
+                v,
+                "fc1_input",
+                if input_shared {
+                    0
+                } else {
+                    t * h * c.linear_input / c.sp_div()
+                },
+            );
+            match a.mlp {
+                // bias_swiglu keeps the fc1 output (gate and up), fc2 keeps the product
+                MlpKind::Gated => push(v, "swiglu", t * i * (2 * c.act + c.linear_input)),
+                // GeLU input and fc2 input (Korthikanti: 8sbh + 8sbh for I = 4h)
+                MlpKind::Standard => push(v, "gelu", t * i * (c.act + c.linear_input)),
+            }
+            push(
+                v,
+                "mlp_dropout_mask",
+                c.dropout_mask(a.hidden_dropout, t * h / c.sp_div()),
+            );
+        }
+        _ => {
+            if !input_shared {
+                let n = match a.mlp {
+                    MlpKind::Gated if !a.fused_gate_up => 2,
+                    _ => 1,
+                };
+                push(v, "mlp_input", shared_linear_input(c, t * h, n));
+            }
+            match a.mlp {
+                // gate (act input), act(gate), up (mul inputs), product (down_proj input)
+                MlpKind::Gated => push(v, "gated_mlp", t * i * (3 * c.act + c.linear_input)),
+                // fc1 output (activation input) and activation output (fc2 input)
+                MlpKind::Standard => push(v, "mlp", t * i * (c.act + c.linear_input)),
+            }
+            push(
+                v,
+                "mlp_dropout_mask",
+                c.dropout_mask(a.hidden_dropout, t * h),
+            );
+        }
+    }
+}
+
+/// MoE block: router, the tokens x top-k routed through the experts held here, shared experts.
+fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+    let a = c.arch;
+    let Some(m) = &a.moe else { return };
+    let t = c.tokens();
+    let h = a.hidden_size;
+    // router input (shared with the experts' input) and fp32 router probabilities
+    push(
+        v,
+        "router",
+        shared_linear_input(c, t * h, 1) + t * m.num_experts * 4,
+    );
+    // Each token visits top-k experts; with EP the tokens are spread over the EP ranks,
+    // so on average one GPU processes t x k token-expert pairs for its share of experts
+    // (dispatched input, expert MLP, and the weighted output for the combine).
+    let routed = t * m.num_experts_per_tok;
+    push(v, "expert_inputs", routed * h * c.linear_input);
+    mlp_saved(c, v, routed, m.moe_intermediate_size, true);
+    push(v, "expert_outputs", routed * h * c.act);
+    if m.shared_expert_intermediate_size > 0 {
+        mlp_saved(c, v, t, m.shared_expert_intermediate_size, true);
+    }
+}
+
+/// Tensors one decoder layer keeps for backward when nothing is recomputed (selective
+/// recompute drops the attention-score terms).
+pub fn layer_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
+    let mut v = Vec::new();
+    let t = c.tokens();
+    let h = c.arch.hidden_size;
+    let norms = c.arch.norms_per_layer;
+    // input norm (and for Gemma-2/3 the extra post-norms, which keep the same tensors)
+    norm_saved(c, &mut v, "input_norm", t * h);
+    attention_saved(c, &mut v);
+    if norms >= 2 {
+        norm_saved(c, &mut v, "post_attention_norm", t * h);
+    }
+    if norms >= 4 {
+        norm_saved(c, &mut v, "pre_feedforward_norm", t * h);
+        norm_saved(c, &mut v, "post_feedforward_norm", t * h);
+    }
+    // A parallel block (Phi-2, Falcon-7B) feeds the MLP from the same norm output.
+    let shared = c.arch.parallel_attention && norms == 1;
+    match kind {
+        FfnKind::Moe => moe_saved(c, &mut v),
+        FfnKind::Dense => mlp_saved(c, &mut v, t, c.arch.intermediate_size, shared),
+    }
+    v
+}
+
+/// Bytes one layer keeps under the configured recomputation.
+///
+/// * none / selective: [`layer_saved`];
+/// * full: the layer input only (`b x s x h`, divided by TP with SP under Megatron;
+///   Korthikanti Sec. 5: "2sbh per layer").
+pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
+    match c.recompute {
+        Recompute::Full => c.tokens() * c.arch.hidden_size * c.residual / c.sp_div(),
+        _ => layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
+    }
+}
+
+/// Extra memory while one layer runs its backward: the layer's recomputed activations under
+/// full recomputation (or its attention core under selective), plus the gradients of its
+/// largest intermediates (grad of the MLP product, of act(gate) and up: 3 x I per token;
+/// eager attention: the fp32 softmax gradient and its half copy).
+pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> u64 {
+    let t = c.tokens();
+    let a = c.arch;
+    let inter = match (kind, &a.moe) {
+        (FfnKind::Moe, Some(m)) => m.moe_intermediate_size * m.num_experts_per_tok,
+        _ => a.intermediate_size,
+    };
+    let mlp_grads = t * inter.div_ceil(c.tp) * c.act * if a.mlp == MlpKind::Gated { 3 } else { 2 };
+    let attn_grads = if c.attention == Attention::Eager {
+        c.score_elems() * (4 + c.act)
+    } else {
+        0
+    };
+    let recomputed = match c.recompute {
+        Recompute::Full => layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
+        Recompute::Selective if c.attention == Attention::Eager => c.score_elems() * (4 + c.act),
+        _ => 0,
+    };
+    recomputed + mlp_grads.max(attn_grads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Moe;
+
+    /// A GPT-3-style layer (MHA, GeLU MLP with I = 4h, LayerNorm, dropout 0.1).
+    fn gpt_like(h: u64, a: u64) -> ModelArch {
+        ModelArch {
+            name: "gpt".into(),
+            model_type: "gpt2".into(),
+            hidden_size: h,
+            num_hidden_layers: 2,
+            num_attention_heads: a,
+            num_key_value_heads: a,
+            head_dim: h / a,
+            intermediate_size: 4 * h,
+            vocab_size: 50257,
+            max_position_embeddings: 2048,
+            tie_word_embeddings: true,
+            hidden_act: "gelu".into(),
+            norm: NormKind::LayerNorm,
+            mlp: MlpKind::Standard,
+            norms_per_layer: 2,
+            qk_norm: false,
+            qkv_bias: true,
+            o_bias: true,
+            mlp_bias: true,
+            lm_head_bias: false,
+            fused_qkv: true,
+            fused_gate_up: false,
+            parallel_attention: false,
+            learned_position_embeddings: 2048,
+            attention_dropout: 0.1,
+            hidden_dropout: 0.1,
+            mla: None,
+            moe: None,
+            sliding_window: None,
+            sliding_layers: vec![],
+            vision: None,
+        }
+    }
+
+    fn ctx(
+        arch: &ModelArch,
+        tp: u64,
+        sp: bool,
+        attention: Attention,
+        recompute: Recompute,
+    ) -> ActCtx<'_> {
+        ActCtx {
+            arch,
+            b: 1,
+            s: 2048,
+            s_full: 2048,
+            tp,
+            sp,
+            ep: 1,
+            framework: Framework::Megatron,
+            attention,
+            recompute,
+            act: 2,
+            residual: 2,
+            linear_input: 2,
+            autocast: false,
+        }
+    }
+
+    #[test]
+    fn korthikanti_table2() {
+        // Korthikanti et al. 2022, Table 2, one layer: sbh (34 + 5 a s / h), in bytes.
+        let (h, a, s, b) = (12288u64, 96u64, 2048u64, 1u64);
+        let arch = gpt_like(h, a);
+        let none = layer_bytes(
+            &ctx(&arch, 1, false, Attention::Eager, Recompute::None),
+            FfnKind::Dense,
+        );
+        assert_eq!(none, s * b * h * 34 + 5 * a * s * s * b);
+        // tensor parallel t = 8 without SP: sbh (10 + 24/t + 5 a s / (h t))
+        let t = 8;
+        let tp = layer_bytes(
+            &ctx(&arch, t, false, Attention::Eager, Recompute::None),
+            FfnKind::Dense,
+        );
+        assert_eq!(
+            tp,
+            s * b * h * 10 + s * b * h * 24 / t + 5 * a * s * s * b / t
+        );
+        // TP + SP: sbh/t (34 + 5as/h)
+        let tpsp = layer_bytes(
+            &ctx(&arch, t, true, Attention::Eager, Recompute::None),
+            FfnKind::Dense,
+        );
+        assert_eq!(tpsp, (s * b * h * 34 + 5 * a * s * s * b) / t);
+        // TP + SP + selective: 34 sbh / t (the formula Megatron's
+        // theoretical_memory_usage.py uses: sbh (18 + 4 ffn/h) / t)
+        let sel = layer_bytes(
+            &ctx(&arch, t, true, Attention::Eager, Recompute::Selective),
+            FfnKind::Dense,
+        );
+        assert_eq!(sel, s * b * h * (18 + 4 * 4) / t);
+        // full recompute: 2sbh / t with SP
+        let full = layer_bytes(
+            &ctx(&arch, t, true, Attention::Eager, Recompute::Full),
+            FfnKind::Dense,
+        );
+        assert_eq!(full, 2 * s * b * h / t);
+    }
+
+    #[test]
+    fn flash_drops_the_quadratic_term() {
+        let arch = gpt_like(4096, 32);
+        let eager = layer_bytes(
+            &ctx(&arch, 1, false, Attention::Eager, Recompute::None),
+            FfnKind::Dense,
+        );
+        let flash = layer_bytes(
+            &ctx(&arch, 1, false, Attention::Flash, Recompute::None),
+            FfnKind::Dense,
+        );
+        // 5 a s^2 b out, lse (4 bytes x a x s x b) in
+        assert_eq!(eager - flash, 5 * 32 * 2048 * 2048 - 4 * 32 * 2048);
+    }
+
+    #[test]
+    fn moe_layer_uses_top_k_tokens() {
+        let mut arch = gpt_like(1024, 16);
+        arch.mlp = MlpKind::Gated;
+        arch.hidden_dropout = 0.0;
+        arch.moe = Some(Moe {
+            num_experts: 8,
+            num_experts_per_tok: 2,
+            moe_intermediate_size: 512,
+            shared_expert_intermediate_size: 0,
+            shared_expert_gate: false,
+            first_k_dense_replace: 0,
+            moe_layer_freq: 1,
+            mlp_only_layers: vec![],
+            qwen_layer_rule: false,
+        });
+        let c = ctx(&arch, 1, false, Attention::Flash, Recompute::None);
+        let saved = layer_saved(&c, FfnKind::Moe);
+        let get = |n| {
+            saved
+                .iter()
+                .find(|s| s.name == n)
+                .map(|s| s.bytes)
+                .unwrap_or(0)
+        };
+        // swiglu over 2 x 2048 routed tokens: 2 x 2048 x 512 x (2 x 2 + 2)
+        assert_eq!(get("swiglu"), 2 * 2048 * 512 * 6);
+        assert_eq!(get("expert_inputs"), 2 * 2048 * 1024 * 2);
+    }
+}

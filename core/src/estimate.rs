@@ -1,0 +1,1127 @@
+//! The estimate: memory of the most loaded GPU, by component and by phase.
+//!
+//! For each candidate pipeline stage (first and last) the model computes three phases of a
+//! steady-state training step and keeps the stage and phase with the highest allocation:
+//!
+//! * **forward**: at the end of the forward pass, loss computed: model states, every saved
+//!   activation of every in-flight micro-batch, the loss's log-softmax;
+//! * **backward**: the larger of its start (all activations plus the loss gradients) and
+//!   its end (all gradients), plus one layer's backward temporaries (and its recomputed
+//!   activations under full recomputation);
+//! * **optimizer step**: model states, gradients and the optimizer's temporaries. The first
+//!   step, where the optimizer allocates its states while the gradients exist, is this
+//!   same phase.
+//!
+//! Fixed overheads (CUDA context, cuBLAS workspace, NCCL buffers, allocator reserve) are
+//! reported apart: `peak_allocated_bytes` excludes them, `total_bytes` includes them.
+
+use crate::activations::{self, ActCtx};
+use crate::config::{
+    Attention, Config, Engine, LossImpl, Offload, Precision, Recompute, ShardingStrategy,
+};
+use crate::error::FieldError;
+use crate::model::{FfnKind, ModelArch, ParamCounts, ParamGroup, Part, Shape, TpSplit};
+use crate::optimizer::{self, StateLayout};
+use crate::precision::{self, Framework};
+use crate::resolve::{self, GpuSpec, Layout, Resolved};
+use crate::units::{MIB, fmt_gib};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// Component names, in display order. Every estimate reports all of them (zero when absent).
+pub const COMPONENTS: &[&str] = &[
+    "weights",
+    "gradients",
+    "master_weights",
+    "optimizer_states",
+    "activations",
+    "logits",
+    "gathered_parameters",
+    "autocast_weight_copies",
+    "communication_buffers",
+    "optimizer_temporaries",
+    "backward_temporaries",
+];
+
+/// Overhead names, in display order.
+pub const OVERHEADS: &[&str] = &[
+    "cuda_context",
+    "cublas_workspace",
+    "nccl_buffers",
+    "allocator_reserve",
+];
+
+/// Memory at one phase of a training step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseEstimate {
+    /// `forward`, `backward` or `optimizer_step`.
+    pub phase: String,
+    /// Bytes per component (all of [`COMPONENTS`]).
+    pub components: IndexMap<String, u64>,
+    /// Sum of the components, bytes.
+    pub allocated_bytes: u64,
+}
+
+/// How one component was computed: the formula with the numbers substituted, and its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentDetail {
+    pub name: String,
+    pub bytes: u64,
+    pub formula: String,
+    pub source: String,
+}
+
+/// The result of [`estimate`]. All sizes in bytes, for the most loaded GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The resolved model architecture.
+    pub model: ModelArch,
+    /// Exact parameter counts of the model.
+    pub params: ParamCounts,
+    /// The parallel layout after defaults.
+    pub layout: Layout,
+    /// The GPU the estimate is for.
+    pub gpu: GpuSpec,
+    /// Which GPU is the most loaded ("pipeline stage 0 of 4", or "every GPU").
+    pub most_loaded: String,
+    /// Parameters held by the most loaded GPU before data-parallel sharding
+    /// (after tensor, pipeline and expert parallelism).
+    pub params_on_gpu: u64,
+    /// Bytes per component at the peak phase (all of [`COMPONENTS`]).
+    pub components: IndexMap<String, u64>,
+    /// Every phase.
+    pub phases: Vec<PhaseEstimate>,
+    /// The phase with the highest allocation.
+    pub peak_phase: String,
+    /// Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// Fixed overheads outside the tensors (all of [`OVERHEADS`]).
+    pub overheads: IndexMap<String, u64>,
+    /// `peak_allocated_bytes` plus all overheads: what the GPU must hold.
+    pub total_bytes: u64,
+    /// The GPU's capacity.
+    pub gpu_memory_bytes: u64,
+    /// `total_bytes <= gpu_memory_bytes`.
+    pub fits: bool,
+    /// `total_bytes / gpu_memory_bytes`.
+    pub utilization: f64,
+    /// `gpu_memory_bytes - total_bytes` (negative when it does not fit).
+    pub headroom_bytes: i64,
+    /// CPU memory per node for offloaded states (DeepSpeed offload, FSDP CPU offload); 0 without.
+    pub cpu_memory_bytes: u64,
+    /// Formula and source of each component at the peak, and of each overhead.
+    pub details: Vec<ComponentDetail>,
+    /// Notes on the input (e.g. sequence longer than the model's context).
+    pub warnings: Vec<String>,
+}
+
+/// Estimates memory per GPU for a config.
+///
+/// Errors: every invalid field, as [`FieldError`]s (see [`resolve::resolve`]).
+pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
+    let r = resolve::resolve(config)?;
+    Ok(estimate_resolved(&r))
+}
+
+/// Parameter tensors held by one GPU of a pipeline stage.
+#[derive(Debug, Default, Clone)]
+struct RankParams {
+    /// Elements not in routed experts.
+    dense: u64,
+    /// Elements of routed experts.
+    expert: u64,
+    /// Elements of linear-layer weight matrices (autocast copies, fp8 caches).
+    linear: u64,
+    /// Largest single module (ZeRO-3 gathers module by module).
+    largest_module: u64,
+    /// Largest decoder layer (an FSDP unit).
+    largest_layer: u64,
+    /// Embeddings, final norm and LM head (the FSDP root unit).
+    root: u64,
+    /// Tensors below ZeRO-3's persistence threshold (kept whole).
+    small: u64,
+    /// Optimizer-state bytes of dense and expert tensors, unsharded.
+    opt_dense: u64,
+    opt_expert: u64,
+}
+
+struct Stage {
+    index: u64,
+    dense_layers: u64,
+    moe_layers: u64,
+    has_embedding: bool,
+    has_head: bool,
+    /// Micro-batches whose activations the stage holds at once, as a rational
+    /// (numerator, denominator) to keep the interleaved penalty exact.
+    inflight: (u64, u64),
+}
+
+/// Element shapes (rows, cols) of one copy of a group on one tensor-parallel rank.
+fn rank_tensors(g: &ParamGroup, tp: u64) -> Vec<(u64, u64)> {
+    let split = |n: u64| n.div_ceil(tp.max(1));
+    match (g.tp, g.shape) {
+        (
+            TpSplit::Column | TpSplit::Vocab,
+            Shape::Linear {
+                in_features,
+                out_features,
+                bias,
+            },
+        ) => {
+            let mut v = vec![(split(out_features), in_features)];
+            if bias {
+                v.push((split(out_features), 1));
+            }
+            v
+        }
+        (
+            TpSplit::Row,
+            Shape::Linear {
+                in_features,
+                out_features,
+                bias,
+            },
+        ) => {
+            let mut v = vec![(out_features, split(in_features))];
+            if bias {
+                v.push((out_features, 1));
+            }
+            v
+        }
+        (
+            _,
+            Shape::Linear {
+                in_features,
+                out_features,
+                bias,
+            },
+        ) => {
+            let mut v = vec![(out_features, in_features)];
+            if bias {
+                v.push((out_features, 1));
+            }
+            v
+        }
+        (_, Shape::Norm { size, bias }) => {
+            if bias {
+                vec![(size, 1), (size, 1)]
+            } else {
+                vec![(size, 1)]
+            }
+        }
+        (TpSplit::Vocab, Shape::Embedding { rows, cols }) => vec![(split(rows), cols)],
+        (_, Shape::Embedding { rows, cols }) => vec![(rows, cols)],
+    }
+}
+
+fn stages(r: &Resolved) -> Vec<Stage> {
+    let l = &r.layout;
+    let pp = l.pipeline_parallel_size;
+    let per = r.arch.num_hidden_layers / pp;
+    let ga = r.config.training.gradient_accumulation_steps;
+    let candidates: Vec<u64> = if pp == 1 { vec![0] } else { vec![0, pp - 1] };
+    candidates
+        .into_iter()
+        .map(|s| {
+            let moe_layers = (s * per..(s + 1) * per)
+                .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
+                .count() as u64;
+            // 1F1B: stage s holds min(pp - s, micro-batches) micro-batches; the interleaved
+            // schedule multiplies stage 0's by 1 + (pp - 1) / (pp * vpp)
+            // (Narayanan et al. 2021, Sec. 2.2; Megatron theoretical_memory_usage.py).
+            let vpp = l.virtual_pipeline_parallel_size;
+            let inflight = if pp == 1 {
+                (1, 1)
+            } else if vpp > 1 && s == 0 {
+                (pp * vpp + pp - 1, vpp)
+            } else {
+                ((pp - s).min(ga), 1)
+            };
+            Stage {
+                index: s,
+                dense_layers: per - moe_layers,
+                moe_layers,
+                has_embedding: s == 0,
+                has_head: s == pp - 1,
+                inflight,
+            }
+        })
+        .collect()
+}
+
+/// Parameters held by one GPU of `stage`.
+fn rank_params(r: &Resolved, stage: &Stage, layout_tp: u64, persistence: u64) -> RankParams {
+    let a = &r.arch;
+    let tp = layout_tp;
+    let ep = r.layout.expert_parallel_size;
+    let layout = optimizer_layout(r);
+    let state = r.bytes.state;
+    let mut p = RankParams::default();
+    let add = |groups: &[ParamGroup], times: u64, p: &mut RankParams, layer: bool| {
+        let mut layer_total = 0u64;
+        for g in groups {
+            let copies = if g.part == Part::Experts {
+                g.copies.div_ceil(ep)
+            } else {
+                g.copies
+            };
+            let shapes = rank_tensors(g, tp);
+            let one: u64 = shapes.iter().map(|(r, c)| r * c).sum();
+            let n = one * copies;
+            let is_expert = g.part == Part::Experts;
+            if is_expert {
+                p.expert += n * times;
+            } else {
+                p.dense += n * times;
+            }
+            if matches!(g.shape, Shape::Linear { .. }) {
+                p.linear += shapes[0].0 * shapes[0].1 * copies * times;
+            }
+            // transformers 5 stores each MoE block's experts as one module
+            let module = if is_expert { n } else { one };
+            p.largest_module = p.largest_module.max(module);
+            let small: u64 = shapes
+                .iter()
+                .map(|(r, c)| r * c)
+                .filter(|n| *n < persistence)
+                .sum();
+            p.small += small * copies * times;
+            let opt: u64 = shapes
+                .iter()
+                .map(|(r, c)| optimizer::state_bytes_for_tensor(layout, *r, *c, state))
+                .sum();
+            if is_expert {
+                p.opt_expert += opt * copies * times;
+            } else {
+                p.opt_dense += opt * copies * times;
+            }
+            layer_total += n;
+        }
+        if layer {
+            p.largest_layer = p.largest_layer.max(layer_total);
+        } else {
+            p.root += layer_total * times;
+        }
+    };
+    let inv = a.inventory();
+    add(&inv.dense_layer, stage.dense_layers, &mut p, true);
+    if stage.moe_layers > 0 {
+        add(&inv.moe_layer, stage.moe_layers, &mut p, true);
+    }
+    let model_groups = inv.model;
+    let pp = r.layout.pipeline_parallel_size;
+    let first: Vec<ParamGroup> = model_groups
+        .iter()
+        .filter(|g| g.part == Part::Embeddings)
+        .cloned()
+        .collect();
+    let mut last: Vec<ParamGroup> = model_groups
+        .iter()
+        .filter(|g| g.part != Part::Embeddings)
+        .cloned()
+        .collect();
+    if pp > 1 && a.tie_word_embeddings {
+        // Megatron keeps a copy of the tied word embedding on the last stage for the
+        // output layer (its gradients are all-reduced with the first stage's).
+        last.extend(first.iter().filter(|g| g.name != "wpe").cloned());
+    }
+    if stage.has_embedding {
+        add(&first, 1, &mut p, false);
+    }
+    if stage.has_head {
+        add(&last, 1, &mut p, false);
+    }
+    p
+}
+
+fn optimizer_layout(r: &Resolved) -> StateLayout {
+    r.config.training.optimizer.info().layout
+}
+
+/// Model-state and buffer bytes of one GPU, by engine, with formulas.
+#[derive(Debug, Default, Clone)]
+struct States {
+    weights: u64,
+    gradients: u64,
+    master: u64,
+    optimizer: u64,
+    gathered: u64,
+    gathered_grads: u64,
+    comm: u64,
+    step_temporaries: u64,
+    autocast: u64,
+    /// Gradient memory exists already in the forward pass of a step (persistent buffers).
+    grads_persistent: bool,
+    cpu: u64,
+    notes: Vec<(String, String, String)>,
+}
+
+fn div(n: u64, d: u64) -> u64 {
+    n.div_ceil(d.max(1))
+}
+
+/// DeepSpeed's documented CPU memory per node for offloaded model states
+/// (deepspeed/runtime/zero: `estimate_zero2_model_states_mem_needs`,
+/// `estimate_zero3_model_states_mem_needs` with `zero_init=True`, `additional_buffer_factor`
+/// 1.5).
+fn deepspeed_cpu_bytes(
+    stage: u8,
+    offload_opt: bool,
+    offload_param: bool,
+    total_params: u64,
+    l: &Layout,
+) -> u64 {
+    let nodes = l.num_gpus.div_ceil(l.gpus_per_node).max(1) as f64;
+    let total_gpus = l.num_gpus as f64;
+    let p = total_params as f64;
+    let bytes = match stage {
+        3 if offload_param => p * 18.0 / nodes * 1.5,
+        3 if offload_opt => p * 16.0 / nodes * 1.5,
+        1 | 2 if offload_opt => p * (4.0 * total_gpus).max(16.0) * 1.5,
+        _ => 0.0,
+    };
+    bytes as u64
+}
+
+fn states(r: &Resolved, p: &RankParams) -> States {
+    let b = r.bytes;
+    let l = &r.layout;
+    let cfg = &r.config;
+    let n = p.dense + p.expert;
+    let info = cfg.training.optimizer.info();
+    let dp = l.data_parallel_size;
+    let edp = (dp * l.context_parallel_size / l.expert_parallel_size).max(1);
+    let mut s = States::default();
+    let in_bwd = cfg.training.optimizer_in_backward;
+    // PyTorch optimizers default to the multi-tensor (foreach) implementation on CUDA.
+    let foreach = |params: u64| info.foreach_temporaries as u64 * b.state * params;
+    // Apex/DeepSpeed fused Adam-family kernels allocate no temporaries.
+    let fused_family = matches!(
+        cfg.training.optimizer,
+        optimizer::Optimizer::Adam
+            | optimizer::Optimizer::Adamw
+            | optimizer::Optimizer::Lamb
+            | optimizer::Optimizer::Sgd
+            | optimizer::Optimizer::SgdMomentum
+    );
+    let opt_all = p.opt_dense + p.opt_expert;
+    match &cfg.engine {
+        Engine::Ddp(d) => {
+            s.weights = b.weight * n;
+            s.gradients = (b.grad + b.grad_accum) * n;
+            s.master = b.master * n;
+            s.optimizer = opt_all;
+            s.autocast = b.autocast_weight_copy * p.linear;
+            // DDP's Reducer allocates flat bucket tensors covering every gradient at
+            // construction (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets);
+            // with gradient_as_bucket_view=False they are a second copy of the gradients.
+            if l.data_parallel_size > 1 && !d.gradient_as_bucket_view {
+                s.comm = b.grad * n;
+                s.notes.push((
+                    "communication_buffers".into(),
+                    format!("DDP gradient buckets: {} B x {} params (bucket_cap_mb {} per bucket; gradient_as_bucket_view=false)", b.grad, n, d.bucket_cap_mb),
+                    "PyTorch DDP Reducer::initialize_buckets; docs of gradient_as_bucket_view".into(),
+                ));
+            }
+            s.step_temporaries = foreach(n);
+            s.grads_persistent = b.grad_accum > 0;
+        }
+        Engine::Deepspeed(z) => {
+            zero_states(
+                &mut s,
+                r,
+                p,
+                z.zero_stage,
+                z.offload_optimizer,
+                z.offload_param,
+                z.reduce_bucket_size,
+                z.overlap_comm,
+                Some(z),
+                fused_family,
+            );
+        }
+        Engine::MegatronDeepspeed(z) => {
+            zero_states(
+                &mut s,
+                r,
+                p,
+                z.zero_stage,
+                z.offload_optimizer,
+                z.offload_param,
+                500_000_000,
+                false,
+                None,
+                fused_family,
+            );
+        }
+        Engine::Fsdp(f) => {
+            let group = match f.sharding_strategy {
+                ShardingStrategy::FullShard | ShardingStrategy::ShardGradOp => dp,
+                ShardingStrategy::NoShard => 1,
+                ShardingStrategy::HybridShard => f
+                    .hybrid_shard_group_size
+                    .unwrap_or(l.gpus_per_node)
+                    .min(dp)
+                    .max(1),
+            };
+            // FSDP keeps the FlatParameter shard in the loaded dtype (fp32 under AMP) and
+            // all-gathers units in MixedPrecision param_dtype (2 bytes under AMP / bf16).
+            let compute = if r.config.training.precision == Precision::Fp32 {
+                4
+            } else {
+                2
+            };
+            let sharded = |x: u64| div(x, group);
+            if f.cpu_offload {
+                s.cpu = (b.weight + b.grad + b.master) * n + opt_all;
+            } else {
+                s.weights = sharded(b.weight * n);
+                s.gradients = sharded((b.grad + b.grad_accum) * n);
+                s.master = sharded(b.master * n);
+                s.optimizer = sharded(opt_all);
+                s.step_temporaries = sharded(foreach(n));
+            }
+            s.gathered = match f.sharding_strategy {
+                // root unit (embeddings, final norm, head) is not resharded after forward;
+                // the current and the prefetched decoder-layer unit are unsharded
+                ShardingStrategy::FullShard | ShardingStrategy::HybridShard => {
+                    compute * (p.root + 2 * p.largest_layer)
+                }
+                // SHARD_GRAD_OP keeps every unit unsharded from forward to backward
+                ShardingStrategy::ShardGradOp => compute * n,
+                ShardingStrategy::NoShard => 0,
+            };
+            if group > 1 {
+                // unsharded gradients of the unit being reduce-scattered
+                s.gathered_grads = compute * p.largest_layer;
+            }
+            s.notes.push((
+                "gathered_parameters".into(),
+                format!(
+                    "FSDP {:?}: shard group {group}; unsharded in {compute} B: root unit {} + 2 x largest layer {} params",
+                    f.sharding_strategy, p.root, p.largest_layer
+                ),
+                "torch.distributed.fsdp (FSDP1): root unit not resharded after forward; BACKWARD_PRE prefetch of the next unit".into(),
+            ));
+        }
+        Engine::Megatron(m) => {
+            let shard = if m.distributed_optimizer {
+                dp * l.context_parallel_size
+            } else {
+                1
+            };
+            let eshard = if m.distributed_optimizer { edp } else { 1 };
+            s.weights = b.weight * n + b.fp8_weight_cache * p.linear;
+            s.gradients = b.grad * n;
+            s.master = div(b.master * p.dense, shard) + div(b.master * p.expert, eshard);
+            s.optimizer = div(p.opt_dense, shard) + div(p.opt_expert, eshard);
+            s.grads_persistent = true;
+            s.notes.push((
+                "optimizer_states".into(),
+                format!(
+                    "Megatron {} optimizer: master + states / {} (dense) and / {} (experts)",
+                    if m.distributed_optimizer { "distributed" } else { "replicated" },
+                    shard,
+                    eshard
+                ),
+                "Megatron-LM theoretical_memory_usage.py: 18 B/param, or 6 + 12/DP with the distributed optimizer".into(),
+            ));
+        }
+    }
+    if in_bwd {
+        // optimizer_in_backward: each parameter's step runs in its grad hook, so only the
+        // largest tensor's gradient exists at a time (torchtune optimizer_in_bwd).
+        s.gradients = s.gradients.min((b.grad + b.grad_accum) * p.largest_module);
+        s.step_temporaries = s
+            .step_temporaries
+            .min(info.foreach_temporaries as u64 * b.state * p.largest_module);
+    }
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn zero_states(
+    s: &mut States,
+    r: &Resolved,
+    p: &RankParams,
+    stage: u8,
+    offload_opt: Offload,
+    offload_param: Offload,
+    reduce_bucket: u64,
+    overlap_comm: bool,
+    z3: Option<&crate::config::ZeroOptions>,
+    fused: bool,
+) {
+    let b = r.bytes;
+    let l = &r.layout;
+    let n = p.dense + p.expert;
+    let dp = l.data_parallel_size;
+    let edp = (dp * l.context_parallel_size / l.expert_parallel_size).max(1);
+    let info = r.config.training.optimizer.info();
+    let opt = |x_dense: u64, x_exp: u64, shard: bool| {
+        if shard {
+            div(x_dense, dp) + div(x_exp, edp)
+        } else {
+            x_dense + x_exp
+        }
+    };
+    let off_opt = offload_opt != Offload::None;
+    let off_param = offload_param != Offload::None && stage == 3;
+    let shard_os = stage >= 1;
+    // master weights, optimizer states and the fp32 gradient partition built for the step
+    if !off_opt {
+        s.master = opt(b.master * p.dense, b.master * p.expert, shard_os);
+        s.optimizer = opt(p.opt_dense, p.opt_expert, shard_os);
+        // stage_1_and_2.py / stage3.py: the fp32 gradient partition for the step
+        let fp32_grads = if b.master > 0 {
+            4 * if shard_os { div(n, dp) } else { n }
+        } else {
+            0
+        };
+        let temps = if fused {
+            0
+        } else {
+            info.foreach_temporaries as u64 * b.state * if shard_os { div(n, dp) } else { n }
+        };
+        s.step_temporaries = fp32_grads + temps;
+    }
+    // gradients in the weight dtype
+    let ipg = reduce_bucket * b.grad * if overlap_comm { 2 } else { 1 };
+    match stage {
+        0 | 1 => {
+            s.gradients = (b.grad + b.grad_accum) * n;
+            s.grads_persistent = b.grad_accum > 0;
+        }
+        _ => {
+            s.gradients = if off_opt { 0 } else { div(b.grad * n, dp) };
+            // independent-partition gradient bucket (reduce_bucket_size elements)
+            s.comm = ipg.min(b.grad * n);
+            s.grads_persistent = true;
+            s.notes.push((
+                "communication_buffers".into(),
+                format!("ZeRO reduce bucket: {} elements x {} B{}", reduce_bucket, b.grad, if overlap_comm { " x 2 (overlap_comm)" } else { "" }),
+                "DeepSpeed stage_1_and_2.py / stage3.py ipg_buffer (reduce_bucket_size, default 5e8)".into(),
+            ));
+        }
+    }
+    // weights
+    if stage == 3 {
+        let z = z3.cloned().unwrap_or_default();
+        let persistent = p.small;
+        s.weights = if off_param {
+            0
+        } else {
+            div(b.weight * n.saturating_sub(persistent), dp)
+        } + b.weight * persistent;
+        // ZeRO-3 gathers module by module: the module running plus the prefetch bucket,
+        // bounded by stage3_max_live_parameters but never below one whole module.
+        let live = (p.largest_module + z.stage3_prefetch_bucket_size)
+            .min(z.stage3_max_live_parameters)
+            .max(p.largest_module);
+        s.gathered = b.weight * live.min(n);
+        s.notes.push((
+            "gathered_parameters".into(),
+            format!(
+                "ZeRO-3: {} B x max(largest module {}, min(largest module + prefetch {}, max_live {}))",
+                b.weight, p.largest_module, z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters
+            ),
+            "DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): stage3_prefetch_bucket_size, stage3_max_live_parameters".into(),
+        ));
+    } else {
+        s.weights = b.weight * n;
+    }
+    s.cpu = deepspeed_cpu_bytes(stage, off_opt, off_param, r.params.total, l);
+}
+
+/// The activation context for a GPU.
+fn act_ctx<'a>(r: &'a Resolved) -> ActCtx<'a> {
+    let t = &r.config.training;
+    let l = &r.layout;
+    let b = &r.bytes;
+    let fsdp = matches!(r.config.engine, Engine::Fsdp(_));
+    let autocast = b.autocast_weight_copy > 0 && !fsdp;
+    ActCtx {
+        arch: &r.arch,
+        b: t.micro_batch_size,
+        s: t.seq_len / l.context_parallel_size,
+        s_full: t.seq_len,
+        tp: l.tensor_parallel_size,
+        sp: l.sequence_parallel,
+        ep: l.expert_parallel_size,
+        framework: r.framework,
+        attention: t.attention,
+        recompute: t.activation_checkpointing,
+        act: b.activation,
+        residual: if autocast { 4 } else { b.activation },
+        linear_input: b.linear_input,
+        autocast,
+    }
+}
+
+struct ActivationResult {
+    total: u64,
+    transient: u64,
+    formula: String,
+}
+
+fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
+    let mut per = 0u64;
+    let mut transient = 0u64;
+    let mut parts = Vec::new();
+    for (kind, count) in [
+        (FfnKind::Dense, st.dense_layers),
+        (FfnKind::Moe, st.moe_layers),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let one = activations::layer_bytes(c, kind);
+        per += one * count;
+        transient = transient.max(activations::backward_transient(c, kind));
+        parts.push(format!(
+            "{count} {} layers x {}",
+            if kind == FfnKind::Moe { "MoE" } else { "dense" },
+            fmt_gib(one)
+        ));
+    }
+    let tokens = c.b * c.s;
+    if st.has_embedding {
+        // input ids (int64) and the embedding dropout mask (Megatron theoretical_memory_usage.py)
+        per += 8 * tokens;
+        if r.arch.hidden_dropout > 0.0 {
+            per += tokens * r.arch.hidden_size / if c.sp { c.tp } else { 1 };
+        }
+    }
+    if st.has_head {
+        // final norm and the LM head input
+        let h = r.arch.hidden_size;
+        let head = match r.framework {
+            Framework::Megatron => 2 * tokens * h * c.act / if c.sp { c.tp } else { 1 },
+            _ => {
+                let norm = match r.arch.norm {
+                    crate::model::NormKind::RmsNorm => tokens * h * (4 + c.residual) + tokens * 4,
+                    crate::model::NormKind::LayerNorm => tokens * h * c.residual + 8 * tokens,
+                };
+                norm + tokens * h * c.linear_input
+            }
+        };
+        per += head;
+        parts.push(format!("final norm + head input {}", fmt_gib(head)));
+    }
+    let (num, den) = st.inflight;
+    let total = (per as u128 * num as u128 / den as u128) as u64;
+    let rec = match c.recompute {
+        Recompute::None => "no recomputation",
+        Recompute::Selective => "selective recomputation",
+        Recompute::Full => "full recomputation (layer inputs only)",
+    };
+    let flight = if num == den {
+        String::new()
+    } else {
+        format!(" x {} in-flight micro-batches", num as f64 / den as f64)
+    };
+    ActivationResult {
+        total,
+        transient,
+        formula: format!("b={} s={} ({rec}): {}{flight}", c.b, c.s, parts.join(" + ")),
+    }
+}
+
+/// Loss memory on the last stage: (at the end of forward, peak during the loss backward).
+fn logits_bytes(r: &Resolved, c: &ActCtx) -> (u64, u64, String) {
+    let t = &r.config.training;
+    let tokens = c.b * c.s;
+    let v = r.arch.vocab_size.div_ceil(c.tp);
+    let elems = tokens * v;
+    let h = r.arch.hidden_size;
+    let fp32 = r.bytes.activation == 4;
+    match (t.loss, r.framework) {
+        (LossImpl::Fused, _) => {
+            // Liger fused linear cross-entropy: gradient of the hidden states (b s h) and of
+            // the head weight (V h, fp32) computed in forward; one (h tokens x V) fp32 chunk
+            let chunk = h.min(tokens) * v * 4 * 2;
+            let fwd = tokens * h * c.act + v * h * 4 + chunk;
+            (
+                fwd,
+                fwd,
+                format!(
+                    "fused linear cross-entropy: {tokens} x {h} x {} + {v} x {h} x 4 + chunk",
+                    c.act
+                ),
+            )
+        }
+        (LossImpl::Standard, Framework::Megatron) => {
+            // vocab_parallel_cross_entropy: fp32 softmax kept in place (4 B), its bf16
+            // gradient for the output layer (2 B)
+            (
+                elems * 4,
+                elems * (4 + c.act),
+                format!(
+                    "{tokens} tokens x {v} vocab/TP x 4 B fp32 softmax (+ {} B gradient)",
+                    c.act
+                ),
+            )
+        }
+        (LossImpl::Standard, _) => {
+            // transformers ForCausalLMLoss: logits (kept by the returned output), their fp32
+            // upcast feeding log_softmax, whose output is saved; backward adds the
+            // nll gradient and the log_softmax gradient (4 B each)
+            let logits = if fp32 { 4 } else { c.act };
+            let fwd = elems * (logits + 4);
+            let bwd = elems * (logits + 4 + 4 + 4);
+            (
+                fwd,
+                bwd,
+                format!(
+                    "{tokens} tokens x {v} vocab x ({logits} B logits + 4 B log-softmax; backward + 8 B gradients)"
+                ),
+            )
+        }
+        (LossImpl::Chunked, _) => {
+            // torchtune CEWithChunkedOutputLoss (8 chunks): half logits kept whole, fp32
+            // work one chunk at a time
+            let logits = if fp32 { 4 } else { c.act };
+            let fwd = elems * (logits + 4);
+            let bwd = elems * (logits + 4) + elems.div_ceil(8) * 8;
+            (
+                fwd,
+                bwd,
+                format!("{tokens} x {v} x ({logits} + 4) B, fp32 gradients per 1/8 chunk"),
+            )
+        }
+    }
+}
+
+fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
+    let mut m: IndexMap<String, u64> = COMPONENTS.iter().map(|c| (c.to_string(), 0)).collect();
+    for (k, v) in values {
+        *m.entry(k.to_string()).or_default() += v;
+    }
+    m
+}
+
+struct StageResult {
+    stage: u64,
+    params_on_gpu: u64,
+    phases: Vec<PhaseEstimate>,
+    peak: usize,
+    states: States,
+    act: ActivationResult,
+    logits_formula: String,
+}
+
+fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
+    let persistence = match &r.config.engine {
+        Engine::Deepspeed(z) if z.zero_stage == 3 => z.stage3_param_persistence_threshold,
+        _ => 0,
+    };
+    let p = rank_params(r, st, r.layout.tensor_parallel_size, persistence);
+    let s = states(r, &p);
+    let c = act_ctx(r);
+    let act = stage_activations(r, st, &c);
+    let (logits_fwd, logits_bwd, logits_formula) = if st.has_head {
+        logits_bytes(r, &c)
+    } else {
+        (0, 0, String::new())
+    };
+    let ga = r.config.training.gradient_accumulation_steps;
+    let grads_fwd = if ga > 1 || s.grads_persistent {
+        s.gradients
+    } else {
+        0
+    };
+    let common = [
+        ("weights", s.weights),
+        ("master_weights", s.master),
+        ("optimizer_states", s.optimizer),
+        ("communication_buffers", s.comm),
+    ];
+    let mut fwd: Vec<(&str, u64)> = common.to_vec();
+    fwd.extend([
+        ("gradients", grads_fwd),
+        ("activations", act.total),
+        ("logits", logits_fwd),
+        ("gathered_parameters", s.gathered),
+        ("autocast_weight_copies", s.autocast),
+    ]);
+    // backward: the larger of its start and its end, plus one layer's temporaries
+    let start = act.total + logits_bwd + s.autocast + grads_fwd;
+    let end = s.gradients;
+    let mut bwd: Vec<(&str, u64)> = common.to_vec();
+    if start >= end {
+        bwd.extend([
+            ("gradients", grads_fwd),
+            ("activations", act.total),
+            ("logits", logits_bwd),
+            ("autocast_weight_copies", s.autocast),
+        ]);
+    } else {
+        bwd.push(("gradients", s.gradients));
+    }
+    bwd.extend([
+        ("gathered_parameters", s.gathered + s.gathered_grads),
+        ("backward_temporaries", act.transient),
+    ]);
+    let mut step: Vec<(&str, u64)> = common.to_vec();
+    step.extend([
+        ("gradients", s.gradients),
+        ("optimizer_temporaries", s.step_temporaries),
+    ]);
+    let phases: Vec<PhaseEstimate> = [
+        ("forward", fwd),
+        ("backward", bwd),
+        ("optimizer_step", step),
+    ]
+    .into_iter()
+    .map(|(name, v)| {
+        let components = component_map(&v);
+        let allocated_bytes = components.values().sum();
+        PhaseEstimate {
+            phase: name.into(),
+            components,
+            allocated_bytes,
+        }
+    })
+    .collect();
+    let peak = (0..phases.len())
+        .max_by_key(|&i| (phases[i].allocated_bytes, std::cmp::Reverse(i)))
+        .unwrap_or(0);
+    StageResult {
+        stage: st.index,
+        params_on_gpu: p.dense + p.expert,
+        phases,
+        peak,
+        states: s,
+        act,
+        logits_formula,
+    }
+}
+
+/// Number of NCCL communicators with more than one rank that this GPU belongs to.
+fn process_groups(l: &Layout) -> u64 {
+    [
+        l.data_parallel_size,
+        l.tensor_parallel_size,
+        l.pipeline_parallel_size,
+        l.context_parallel_size,
+        l.expert_parallel_size,
+    ]
+    .iter()
+    .filter(|&&n| n > 1)
+    .count() as u64
+}
+
+/// Estimates a validated problem (no errors possible).
+pub fn estimate_resolved(r: &Resolved) -> Estimate {
+    let results: Vec<StageResult> = stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
+    let best = results
+        .iter()
+        .max_by_key(|x| (x.phases[x.peak].allocated_bytes, std::cmp::Reverse(x.stage)))
+        .expect("at least one stage");
+    let peak_phase = &best.phases[best.peak];
+    let peak_allocated_bytes = peak_phase.allocated_bytes;
+
+    // overheads
+    let l = &r.layout;
+    let gpu = &r.gpu;
+    // cuBLAS workspace: CUBLAS_WORKSPACE_CONFIG default ":4096:8" (8 x 4 MiB) on Hopper and
+    // newer, ":4096:2:16:8" (2 x 4 MiB + 8 x 16 KiB) before (PyTorch CublasHandlePool.cpp).
+    let cublas = if matches!(gpu.arch.as_str(), "hopper" | "blackwell") {
+        32 * MIB
+    } else {
+        8 * MIB + 128 * 1024
+    };
+    // NCCL: per communicator, NCCL_BUFFSIZE (4 MiB) x 2 (send/recv) x 16 channels.
+    let nccl = if l.num_gpus > 1 {
+        process_groups(l) * 4 * MIB * 2 * 16
+    } else {
+        0
+    };
+    let reserve =
+        (peak_allocated_bytes as f64 * r.config.overheads.allocator_reserve_fraction) as u64;
+    let mut overheads = IndexMap::new();
+    overheads.insert("cuda_context".to_string(), gpu.cuda_context_bytes);
+    overheads.insert("cublas_workspace".to_string(), cublas);
+    overheads.insert("nccl_buffers".to_string(), nccl);
+    overheads.insert("allocator_reserve".to_string(), reserve);
+    let total_bytes = peak_allocated_bytes + overheads.values().sum::<u64>();
+    let gpu_memory_bytes = gpu.memory_bytes;
+
+    // details of the peak
+    let b = r.bytes;
+    let fw = r.framework;
+    let t = &r.config.training;
+    let mut details = Vec::new();
+    let comps = &peak_phase.components;
+    let regime = precision::describe(t.precision, fw);
+    let n = best.params_on_gpu;
+    let mut detail = |name: &str, formula: String, source: &str| {
+        let bytes = comps.get(name).copied().unwrap_or(0);
+        if bytes > 0 {
+            details.push(ComponentDetail {
+                name: name.into(),
+                bytes,
+                formula,
+                source: source.into(),
+            });
+        }
+    };
+    let note = |name: &str| {
+        best.states
+            .notes
+            .iter()
+            .find(|n| n.0 == name)
+            .map(|n| (n.1.clone(), n.2.clone()))
+    };
+    detail(
+        "weights",
+        format!("{n} params on this GPU x {} B ({regime})", b.weight),
+        "precision table (core/src/precision.rs)",
+    );
+    detail(
+        "gradients",
+        format!(
+            "{n} params x {} B{}",
+            b.grad,
+            if b.grad_accum > 0 {
+                format!(" + {} B fp32 accumulation", b.grad_accum)
+            } else {
+                String::new()
+            }
+        ),
+        "precision table; sharded per ZeRO stage / FSDP strategy",
+    );
+    detail(
+        "master_weights",
+        format!("{n} params x {} B fp32 copy", b.master),
+        "ZeRO paper Sec. 3.1 (mixed-precision Adam keeps fp32 parameters)",
+    );
+    let (of, os) = note("optimizer_states").unwrap_or_else(|| {
+        (
+            format!("{} x {} B per state element", t.optimizer.name(), b.state),
+            t.optimizer.info().source.to_string(),
+        )
+    });
+    detail("optimizer_states", of, &os);
+    detail(
+        "activations",
+        best.act.formula.clone(),
+        "Korthikanti et al. 2022, Table 2 (Megatron); transformers module internals (HF); core/src/activations.rs",
+    );
+    detail(
+        "logits",
+        best.logits_formula.clone(),
+        "transformers ForCausalLMLoss / Megatron vocab_parallel_cross_entropy",
+    );
+    if let Some((f, s)) = note("gathered_parameters") {
+        detail("gathered_parameters", f, &s);
+    }
+    detail(
+        "autocast_weight_copies",
+        format!(
+            "{} B half copy of each linear weight, saved for backward",
+            b.autocast_weight_copy
+        ),
+        "torch.autocast casts fp32 weights per matmul",
+    );
+    if let Some((f, s)) = note("communication_buffers") {
+        detail("communication_buffers", f, &s);
+    }
+    detail(
+        "optimizer_temporaries",
+        format!(
+            "{} foreach temporaries x {} B (+ fp32 gradient partition under ZeRO)",
+            t.optimizer.info().foreach_temporaries,
+            b.state
+        ),
+        "PyTorch _multi_tensor_* optimizers; DeepSpeed fp32 gradient partition",
+    );
+    detail(
+        "backward_temporaries",
+        format!(
+            "one layer's gradient intermediates{}",
+            if t.activation_checkpointing == Recompute::Full {
+                " and its recomputed activations"
+            } else {
+                ""
+            }
+        ),
+        "core/src/activations.rs backward_transient",
+    );
+    for (name, formula, source) in [
+        (
+            "cuda_context",
+            format!("{} MiB on {}", gpu.cuda_context_bytes / MIB, gpu.name),
+            "GPU preset (presets/gpus.json)".to_string(),
+        ),
+        (
+            "cublas_workspace",
+            format!("{} bytes", cublas),
+            "PyTorch CublasHandlePool.cpp CUBLAS_WORKSPACE_CONFIG defaults".to_string(),
+        ),
+        (
+            "nccl_buffers",
+            format!(
+                "{} communicators x 4 MiB x 2 x 16 channels",
+                process_groups(l)
+            ),
+            "NCCL_BUFFSIZE default 4 MiB".to_string(),
+        ),
+        (
+            "allocator_reserve",
+            format!(
+                "{} x peak allocated",
+                r.config.overheads.allocator_reserve_fraction
+            ),
+            "overheads.allocator_reserve_fraction (user setting)".to_string(),
+        ),
+    ] {
+        let bytes = overheads[name];
+        if bytes > 0 {
+            details.push(ComponentDetail {
+                name: name.into(),
+                bytes,
+                formula,
+                source,
+            });
+        }
+    }
+
+    let mut warnings = r.warnings.clone();
+    if t.attention == Attention::Eager && t.seq_len >= 8192 {
+        warnings
+            .push("eager attention keeps b x heads x s^2 scores: consider sdpa or flash".into());
+    }
+    if matches!(t.optimizer, optimizer::Optimizer::PagedAdamw8bit) {
+        warnings.push("paged optimizer states live in CUDA unified memory and can spill to CPU under pressure".into());
+    }
+    let most_loaded = if l.pipeline_parallel_size > 1 {
+        format!(
+            "pipeline stage {} of {}",
+            best.stage, l.pipeline_parallel_size
+        )
+    } else {
+        "every GPU".to_string()
+    };
+    Estimate {
+        model: r.arch.clone(),
+        params: r.params.clone(),
+        layout: *l,
+        gpu: gpu.clone(),
+        most_loaded,
+        params_on_gpu: best.params_on_gpu,
+        components: peak_phase.components.clone(),
+        phases: best.phases.clone(),
+        peak_phase: peak_phase.phase.clone(),
+        peak_allocated_bytes,
+        overheads,
+        total_bytes,
+        gpu_memory_bytes,
+        fits: total_bytes <= gpu_memory_bytes,
+        utilization: total_bytes as f64 / gpu_memory_bytes.max(1) as f64,
+        headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
+        cpu_memory_bytes: best.states.cpu,
+        details,
+        warnings,
+    }
+}

@@ -1,0 +1,932 @@
+//! The normalized model architecture and its exact parameter inventory.
+//!
+//! [`ModelArch`] is what every model source (preset, Hugging Face `config.json`, manual
+//! fields) resolves to. Field names follow Hugging Face `config.json` where one exists.
+//! [`ModelArch::inventory`] lists every parameter tensor group of the model with the
+//! module name transformers uses, so that parameter counts, LoRA targets, quantization
+//! and tensor-parallel splits all derive from one list.
+
+use serde::{Deserialize, Serialize};
+
+/// Normalization layer type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormKind {
+    /// RMSNorm: one weight vector (Zhang & Sennrich 2019; Llama, Qwen, Mistral, Gemma).
+    RmsNorm,
+    /// LayerNorm: weight and bias vectors (GPT-2, Phi-2, GPT-NeoX, Falcon, CLIP).
+    LayerNorm,
+}
+
+/// Feed-forward block type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MlpKind {
+    /// Gated (SwiGLU / GeGLU, Shazeer 2020): gate, up and down projections.
+    Gated,
+    /// Two projections with an activation in between (GPT-2, Phi-2, GPT-NeoX, Falcon).
+    Standard,
+}
+
+/// Multi-head latent attention (DeepSeek-V2 paper, Sec. 2.1), HF key names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mla {
+    /// Rank of the query down-projection; `None` = queries projected directly (V2-Lite).
+    pub q_lora_rank: Option<u64>,
+    /// Rank of the joint key/value latent (the cached vector, 512 for DeepSeek-V2/V3).
+    pub kv_lora_rank: u64,
+    /// Per-head dimension of the decoupled rotary key/query part (shared key: one per token).
+    pub qk_rope_head_dim: u64,
+    /// Per-head dimension of the non-rotary key/query part.
+    pub qk_nope_head_dim: u64,
+    /// Per-head value dimension.
+    pub v_head_dim: u64,
+}
+
+/// Mixture-of-experts feed-forward layers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moe {
+    /// Routed experts per MoE layer (`num_local_experts`, `num_experts`, `n_routed_experts`).
+    pub num_experts: u64,
+    /// Experts each token is routed to (`num_experts_per_tok`, top-k).
+    pub num_experts_per_tok: u64,
+    /// Intermediate size of one routed expert (`moe_intermediate_size`; Mixtral: `intermediate_size`).
+    pub moe_intermediate_size: u64,
+    /// Intermediate size of the always-active shared expert block (0 = none). DeepSeek:
+    /// `n_shared_experts * moe_intermediate_size`; Qwen2-MoE: `shared_expert_intermediate_size`.
+    pub shared_expert_intermediate_size: u64,
+    /// A sigmoid gate (`Linear(hidden, 1)`) scales the shared expert (Qwen2-MoE).
+    pub shared_expert_gate: bool,
+    /// The first k layers use a dense MLP of `intermediate_size` (`first_k_dense_replace`).
+    pub first_k_dense_replace: u64,
+    /// Every n-th layer is MoE (`decoder_sparse_step` / `moe_layer_freq`; 1 = every layer).
+    pub moe_layer_freq: u64,
+    /// Layers that use a dense MLP regardless (`mlp_only_layers`, Qwen MoE).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mlp_only_layers: Vec<u64>,
+    /// `true` when the MoE layer index rule is Qwen's `(i + 1) % step == 0`; `false` for
+    /// DeepSeek's `i >= first_k_dense_replace && i % moe_layer_freq == 0`.
+    #[serde(default)]
+    pub qwen_layer_rule: bool,
+}
+
+/// A vision tower of a multimodal model, counted and reported apart from the language model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisionTower {
+    /// `vision_config.model_type` (`clip_vision_model`, `siglip_vision_model`, `qwen2_5_vl`).
+    pub model_type: String,
+    pub hidden_size: u64,
+    pub num_hidden_layers: u64,
+    /// Parameters of the vision encoder.
+    pub encoder_params: u64,
+    /// Parameters of the projector into the language model's hidden size.
+    pub projector_params: u64,
+}
+
+/// A model architecture, normalized from any source. All sizes are element counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelArch {
+    /// Display name (preset name or `_name_or_path`).
+    pub name: String,
+    /// Hugging Face `model_type` of the language model (`llama`, `qwen2_moe`, ...).
+    pub model_type: String,
+    pub hidden_size: u64,
+    pub num_hidden_layers: u64,
+    pub num_attention_heads: u64,
+    /// GQA key/value heads (`num_key_value_heads`); equal to heads for MHA, 1 for MQA.
+    pub num_key_value_heads: u64,
+    /// Per-head query/key/value dimension (`head_dim`, default hidden / heads).
+    pub head_dim: u64,
+    /// Intermediate size of a dense MLP (`intermediate_size`, `n_inner`, `ffn_hidden_size`).
+    pub intermediate_size: u64,
+    pub vocab_size: u64,
+    pub max_position_embeddings: u64,
+    /// The LM head shares the input embedding matrix (counted once).
+    pub tie_word_embeddings: bool,
+    /// Activation function name as in `hidden_act`.
+    pub hidden_act: String,
+    pub norm: NormKind,
+    pub mlp: MlpKind,
+    /// Norms of size `hidden_size` in each decoder layer (Llama 2, Gemma-2/3 and GLM-4 4,
+    /// Phi-2 and Falcon-7B 1).
+    pub norms_per_layer: u64,
+    /// Per-head RMSNorm on queries and keys (`q_norm`/`k_norm`: Qwen3, Gemma-3; Phi `qk_layernorm`).
+    pub qk_norm: bool,
+    /// Biases on the q/k/v projections (`attention_bias`; Qwen2 `True`).
+    pub qkv_bias: bool,
+    /// Bias on the attention output projection.
+    pub o_bias: bool,
+    /// Biases on the MLP projections (`mlp_bias`; GPT-2, Phi-2 `True`).
+    pub mlp_bias: bool,
+    /// Bias on the LM head (Phi-2).
+    pub lm_head_bias: bool,
+    /// q, k and v are one fused linear module (GPT-2 `c_attn`, Phi-3 `qkv_proj`, NeoX/Falcon/ChatGLM `query_key_value`).
+    pub fused_qkv: bool,
+    /// gate and up are one fused module (Phi-3 `gate_up_proj`, ChatGLM `dense_h_to_4h`).
+    pub fused_gate_up: bool,
+    /// Attention and MLP read the same normalized input (GPT-J/Phi-2/Falcon parallel block).
+    pub parallel_attention: bool,
+    /// Rows of a learned absolute position table (GPT-2 `n_positions`); 0 for rotary models.
+    pub learned_position_embeddings: u64,
+    /// Dropout probability on attention probabilities (`attention_dropout`, `attn_pdrop`).
+    pub attention_dropout: f64,
+    /// Dropout probability on residual branches and embeddings (`resid_pdrop`, `hidden_dropout`).
+    pub hidden_dropout: f64,
+    /// Multi-head latent attention (DeepSeek-V2/V3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
+    /// Mixture of experts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe: Option<Moe>,
+    /// Sliding-window size of local attention layers (`sliding_window`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
+    /// Which decoder layers use the sliding window, as transformers' `layer_types`
+    /// (`true` = `"sliding_attention"`). Empty when `sliding_window` is `None`; one entry per
+    /// layer otherwise (Mistral: all; Gemma-2: even layers; Gemma-3: 5 of every 6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sliding_layers: Vec<bool>,
+    /// Vision tower of a multimodal wrapper (LLaVA, Qwen2.5-VL, Gemma-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<VisionTower>,
+}
+
+/// Which part of the model a parameter group belongs to (for the count breakdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    Embeddings,
+    Attention,
+    Mlp,
+    Experts,
+    SharedExperts,
+    Router,
+    Norms,
+    LmHead,
+}
+
+/// How Megatron-style tensor parallelism splits a parameter group
+/// (Shoeybi et al. 2019, Sec. 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TpSplit {
+    /// Column-parallel linear: weight and bias split along the output dimension.
+    Column,
+    /// Row-parallel linear: weight split along the input dimension, bias replicated.
+    Row,
+    /// Vocabulary-parallel embedding / LM head: rows split.
+    Vocab,
+    /// Not split (norms, routers, MLA down-projections).
+    Replicated,
+}
+
+/// Shape of one parameter group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Shape {
+    /// `nn.Linear(in_features, out_features, bias)`.
+    Linear {
+        in_features: u64,
+        out_features: u64,
+        bias: bool,
+    },
+    /// A normalization layer of `size` elements (weight, plus bias for LayerNorm).
+    Norm { size: u64, bias: bool },
+    /// An embedding table `rows x cols`.
+    Embedding { rows: u64, cols: u64 },
+}
+
+impl Shape {
+    /// Elements of the group (one copy).
+    pub fn numel(&self) -> u64 {
+        match *self {
+            Shape::Linear {
+                in_features,
+                out_features,
+                bias,
+            } => in_features * out_features + if bias { out_features } else { 0 },
+            Shape::Norm { size, bias } => size * if bias { 2 } else { 1 },
+            Shape::Embedding { rows, cols } => rows * cols,
+        }
+    }
+    /// Elements of the matrix part only (what weight quantization applies to).
+    pub fn matrix_numel(&self) -> u64 {
+        match *self {
+            Shape::Linear {
+                in_features,
+                out_features,
+                ..
+            } => in_features * out_features,
+            _ => 0,
+        }
+    }
+}
+
+/// One group of identical parameter tensors of one decoder layer (or of the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamGroup {
+    /// Module name as in transformers (`q_proj`, `experts.down_proj`, `embed_tokens`).
+    pub name: String,
+    pub part: Part,
+    pub shape: Shape,
+    /// Identical copies (number of routed experts; 1 otherwise).
+    pub copies: u64,
+    pub tp: TpSplit,
+}
+
+impl ParamGroup {
+    fn new(name: &str, part: Part, shape: Shape, tp: TpSplit) -> Self {
+        ParamGroup {
+            name: name.to_string(),
+            part,
+            shape,
+            copies: 1,
+            tp,
+        }
+    }
+    fn linear(name: &str, part: Part, i: u64, o: u64, bias: bool, tp: TpSplit) -> Self {
+        Self::new(
+            name,
+            part,
+            Shape::Linear {
+                in_features: i,
+                out_features: o,
+                bias,
+            },
+            tp,
+        )
+    }
+    /// Elements over all copies.
+    pub fn numel(&self) -> u64 {
+        self.shape.numel() * self.copies
+    }
+    /// Elements of one copy held by one of `tp` tensor-parallel ranks. A row-parallel bias
+    /// and replicated groups are held whole. Sizes not divisible by `tp` round up (the
+    /// largest shard), matching Megatron's divisibility requirement where it applies.
+    pub fn numel_per_tp_rank(&self, tp: u64) -> u64 {
+        let tp = tp.max(1);
+        let split = |n: u64| n.div_ceil(tp);
+        match (self.tp, self.shape) {
+            (TpSplit::Replicated, s) => s.numel(),
+            (
+                TpSplit::Column,
+                Shape::Linear {
+                    in_features,
+                    out_features,
+                    bias,
+                },
+            ) => split(out_features) * (in_features + bias as u64),
+            (
+                TpSplit::Row,
+                Shape::Linear {
+                    in_features,
+                    out_features,
+                    bias,
+                },
+            ) => split(in_features) * out_features + if bias { out_features } else { 0 },
+            (TpSplit::Vocab, Shape::Embedding { rows, cols }) => split(rows) * cols,
+            (
+                TpSplit::Vocab,
+                Shape::Linear {
+                    in_features,
+                    out_features,
+                    bias,
+                },
+            ) => split(out_features) * (in_features + bias as u64),
+            (_, s) => split(s.numel()),
+        }
+    }
+}
+
+/// What kind of feed-forward block a decoder layer has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FfnKind {
+    Dense,
+    Moe,
+}
+
+/// The parameter inventory of a model: model-level groups and the groups of each distinct
+/// decoder-layer kind with how many layers have that kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    /// Embedding table(s), final norm, LM head.
+    pub model: Vec<ParamGroup>,
+    /// Groups of a decoder layer with a dense MLP, and the number of such layers.
+    pub dense_layer: Vec<ParamGroup>,
+    pub num_dense_layers: u64,
+    /// Groups of a decoder layer with a MoE block, and the number of such layers.
+    pub moe_layer: Vec<ParamGroup>,
+    pub num_moe_layers: u64,
+}
+
+/// Exact parameter counts, per component. `total` counts tied embeddings once and
+/// includes a vision tower if present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamCounts {
+    pub total: u64,
+    /// Language model only (total minus vision tower and projector).
+    pub language_model: u64,
+    pub embeddings: u64,
+    pub attention: u64,
+    /// Dense MLPs (including the dense layers of a MoE model).
+    pub mlp: u64,
+    /// Routed experts, all of them.
+    pub experts: u64,
+    pub shared_experts: u64,
+    pub router: u64,
+    pub norms: u64,
+    /// Untied LM head (0 when tied).
+    pub lm_head: u64,
+    /// Vision encoder plus projector (multimodal wrappers).
+    pub vision: u64,
+    /// Parameters used per token: total minus the routed experts a token does not visit.
+    pub active_per_token: u64,
+}
+
+impl ModelArch {
+    /// Query/key head dimension used by attention scores (MLA: nope + rope).
+    pub fn qk_head_dim(&self) -> u64 {
+        match &self.mla {
+            Some(m) => m.qk_nope_head_dim + m.qk_rope_head_dim,
+            None => self.head_dim,
+        }
+    }
+    /// Value head dimension (MLA: `v_head_dim`).
+    pub fn v_head_dim(&self) -> u64 {
+        match &self.mla {
+            Some(m) => m.v_head_dim,
+            None => self.head_dim,
+        }
+    }
+
+    /// Feed-forward kind of decoder layer `i` (0-based), following the family's rule:
+    /// DeepSeek `i >= first_k_dense_replace && i % moe_layer_freq == 0`; Qwen MoE
+    /// `i not in mlp_only_layers && (i + 1) % decoder_sparse_step == 0`; Mixtral every layer.
+    pub fn ffn_kind(&self, i: u64) -> FfnKind {
+        let Some(m) = &self.moe else {
+            return FfnKind::Dense;
+        };
+        let freq = m.moe_layer_freq.max(1);
+        let is_moe = if m.qwen_layer_rule {
+            !m.mlp_only_layers.contains(&i) && (i + 1) % freq == 0
+        } else {
+            i >= m.first_k_dense_replace && i % freq == 0
+        };
+        if is_moe { FfnKind::Moe } else { FfnKind::Dense }
+    }
+
+    /// Number of MoE layers.
+    pub fn num_moe_layers(&self) -> u64 {
+        if self.moe.is_none() {
+            return 0;
+        }
+        (0..self.num_hidden_layers)
+            .filter(|&i| self.ffn_kind(i) == FfnKind::Moe)
+            .count() as u64
+    }
+
+    /// `true` if decoder layer `i` uses sliding-window (local) attention.
+    pub fn is_sliding(&self, i: u64) -> bool {
+        self.sliding_window.is_some()
+            && self
+                .sliding_layers
+                .get(i as usize)
+                .copied()
+                .unwrap_or(false)
+    }
+
+    /// Module names of the attention projections for this family, in the order q, k, v, o
+    /// (or fused qkv, o).
+    fn attention_names(
+        &self,
+    ) -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ) {
+        // (q, k, v, fused qkv, o)
+        match self.model_type.as_str() {
+            "gpt2" => ("q", "k", "v", "c_attn", "c_proj"),
+            "gpt_neox" | "falcon" | "chatglm" => ("q", "k", "v", "query_key_value", "dense"),
+            "phi" => ("q_proj", "k_proj", "v_proj", "qkv", "dense"),
+            _ => ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj"),
+        }
+    }
+
+    /// Module names of the MLP: (gate, up, fused gate_up, down).
+    fn mlp_names(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self.model_type.as_str() {
+            "gpt2" => ("gate", "c_fc", "c_fc", "c_proj"),
+            "phi" => ("gate", "fc1", "fc1", "fc2"),
+            "gpt_neox" | "falcon" | "chatglm" => {
+                ("gate", "dense_h_to_4h", "dense_h_to_4h", "dense_4h_to_h")
+            }
+            "mixtral" => ("w1", "w3", "gate_up_proj", "w2"),
+            _ => ("gate_proj", "up_proj", "gate_up_proj", "down_proj"),
+        }
+    }
+
+    fn attention_groups(&self) -> Vec<ParamGroup> {
+        let h = self.hidden_size;
+        let mut g = Vec::new();
+        if let Some(m) = &self.mla {
+            // DeepseekV2Attention / DeepseekV3Attention (transformers modeling_deepseek_v3.py).
+            let a = self.num_attention_heads;
+            let qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+            match m.q_lora_rank {
+                None => g.push(ParamGroup::linear(
+                    "q_proj",
+                    Part::Attention,
+                    h,
+                    a * qk,
+                    false,
+                    TpSplit::Column,
+                )),
+                Some(r) => {
+                    g.push(ParamGroup::linear(
+                        "q_a_proj",
+                        Part::Attention,
+                        h,
+                        r,
+                        self.qkv_bias,
+                        TpSplit::Replicated,
+                    ));
+                    g.push(ParamGroup::new(
+                        "q_a_layernorm",
+                        Part::Norms,
+                        Shape::Norm {
+                            size: r,
+                            bias: false,
+                        },
+                        TpSplit::Replicated,
+                    ));
+                    g.push(ParamGroup::linear(
+                        "q_b_proj",
+                        Part::Attention,
+                        r,
+                        a * qk,
+                        false,
+                        TpSplit::Column,
+                    ));
+                }
+            }
+            g.push(ParamGroup::linear(
+                "kv_a_proj_with_mqa",
+                Part::Attention,
+                h,
+                m.kv_lora_rank + m.qk_rope_head_dim,
+                self.qkv_bias,
+                TpSplit::Replicated,
+            ));
+            g.push(ParamGroup::new(
+                "kv_a_layernorm",
+                Part::Norms,
+                Shape::Norm {
+                    size: m.kv_lora_rank,
+                    bias: false,
+                },
+                TpSplit::Replicated,
+            ));
+            g.push(ParamGroup::linear(
+                "kv_b_proj",
+                Part::Attention,
+                m.kv_lora_rank,
+                a * (m.qk_nope_head_dim + m.v_head_dim),
+                false,
+                TpSplit::Column,
+            ));
+            g.push(ParamGroup::linear(
+                "o_proj",
+                Part::Attention,
+                a * m.v_head_dim,
+                h,
+                self.o_bias,
+                TpSplit::Row,
+            ));
+            return g;
+        }
+        let (q, k, v, qkv, o) = self.attention_names();
+        let qd = self.num_attention_heads * self.head_dim;
+        let kvd = self.num_key_value_heads * self.head_dim;
+        if self.fused_qkv {
+            g.push(ParamGroup::linear(
+                qkv,
+                Part::Attention,
+                h,
+                qd + 2 * kvd,
+                self.qkv_bias,
+                TpSplit::Column,
+            ));
+        } else {
+            g.push(ParamGroup::linear(
+                q,
+                Part::Attention,
+                h,
+                qd,
+                self.qkv_bias,
+                TpSplit::Column,
+            ));
+            g.push(ParamGroup::linear(
+                k,
+                Part::Attention,
+                h,
+                kvd,
+                self.qkv_bias,
+                TpSplit::Column,
+            ));
+            g.push(ParamGroup::linear(
+                v,
+                Part::Attention,
+                h,
+                kvd,
+                self.qkv_bias,
+                TpSplit::Column,
+            ));
+        }
+        g.push(ParamGroup::linear(
+            o,
+            Part::Attention,
+            qd,
+            h,
+            self.o_bias,
+            TpSplit::Row,
+        ));
+        if self.qk_norm {
+            let bias = self.norm == NormKind::LayerNorm;
+            let (qn, kn) = if self.model_type == "phi" {
+                ("q_layernorm", "k_layernorm")
+            } else {
+                ("q_norm", "k_norm")
+            };
+            g.push(ParamGroup::new(
+                qn,
+                Part::Norms,
+                Shape::Norm {
+                    size: self.head_dim,
+                    bias,
+                },
+                TpSplit::Replicated,
+            ));
+            g.push(ParamGroup::new(
+                kn,
+                Part::Norms,
+                Shape::Norm {
+                    size: self.head_dim,
+                    bias,
+                },
+                TpSplit::Replicated,
+            ));
+        }
+        g
+    }
+
+    /// A gated or standard MLP of intermediate size `i`, named with `prefix`.
+    fn mlp_groups(&self, prefix: &str, part: Part, inter: u64, copies: u64) -> Vec<ParamGroup> {
+        let h = self.hidden_size;
+        let (gate, up, gate_up, down) = self.mlp_names();
+        let n = |s: &str| {
+            if prefix.is_empty() {
+                s.to_string()
+            } else {
+                format!("{prefix}.{s}")
+            }
+        };
+        let mut g = Vec::new();
+        let bias = self.mlp_bias;
+        match self.mlp {
+            MlpKind::Gated if self.fused_gate_up => {
+                g.push(ParamGroup::linear(
+                    &n(gate_up),
+                    part,
+                    h,
+                    2 * inter,
+                    bias,
+                    TpSplit::Column,
+                ));
+            }
+            MlpKind::Gated => {
+                g.push(ParamGroup::linear(
+                    &n(gate),
+                    part,
+                    h,
+                    inter,
+                    bias,
+                    TpSplit::Column,
+                ));
+                g.push(ParamGroup::linear(
+                    &n(up),
+                    part,
+                    h,
+                    inter,
+                    bias,
+                    TpSplit::Column,
+                ));
+            }
+            MlpKind::Standard => g.push(ParamGroup::linear(
+                &n(up),
+                part,
+                h,
+                inter,
+                bias,
+                TpSplit::Column,
+            )),
+        }
+        g.push(ParamGroup::linear(
+            &n(down),
+            part,
+            inter,
+            h,
+            bias,
+            TpSplit::Row,
+        ));
+        for x in &mut g {
+            x.copies = copies;
+        }
+        g
+    }
+
+    fn norm_groups(&self) -> Vec<ParamGroup> {
+        let bias = self.norm == NormKind::LayerNorm;
+        let names: &[&str] = match (self.model_type.as_str(), self.norms_per_layer) {
+            ("gpt2", _) => &["ln_1", "ln_2"],
+            ("falcon", 2) => &["ln_attn", "ln_mlp"],
+            (_, 1) => &["input_layernorm"],
+            (_, 4) if self.model_type == "glm4" => &[
+                "input_layernorm",
+                "post_attention_layernorm",
+                "post_self_attn_layernorm",
+                "post_mlp_layernorm",
+            ],
+            (_, 4) => &[
+                "input_layernorm",
+                "post_attention_layernorm",
+                "pre_feedforward_layernorm",
+                "post_feedforward_layernorm",
+            ],
+            _ => &["input_layernorm", "post_attention_layernorm"],
+        };
+        names
+            .iter()
+            .map(|n| {
+                ParamGroup::new(
+                    n,
+                    Part::Norms,
+                    Shape::Norm {
+                        size: self.hidden_size,
+                        bias,
+                    },
+                    TpSplit::Replicated,
+                )
+            })
+            .collect()
+    }
+
+    /// Parameter groups of one decoder layer of the given feed-forward kind.
+    pub fn layer_groups(&self, kind: FfnKind) -> Vec<ParamGroup> {
+        let mut g = self.norm_groups();
+        g.extend(self.attention_groups());
+        match (kind, &self.moe) {
+            (FfnKind::Moe, Some(m)) => {
+                let h = self.hidden_size;
+                g.push(ParamGroup::linear(
+                    "gate",
+                    Part::Router,
+                    h,
+                    m.num_experts,
+                    false,
+                    TpSplit::Replicated,
+                ));
+                g.extend(self.mlp_groups(
+                    "experts",
+                    Part::Experts,
+                    m.moe_intermediate_size,
+                    m.num_experts,
+                ));
+                if m.shared_expert_intermediate_size > 0 {
+                    let prefix = if self.model_type.starts_with("deepseek") {
+                        "shared_experts"
+                    } else {
+                        "shared_expert"
+                    };
+                    g.extend(self.mlp_groups(
+                        prefix,
+                        Part::SharedExperts,
+                        m.shared_expert_intermediate_size,
+                        1,
+                    ));
+                }
+                if m.shared_expert_gate {
+                    g.push(ParamGroup::linear(
+                        "shared_expert_gate",
+                        Part::Router,
+                        h,
+                        1,
+                        false,
+                        TpSplit::Replicated,
+                    ));
+                }
+            }
+            _ => g.extend(self.mlp_groups("", Part::Mlp, self.intermediate_size, 1)),
+        }
+        g
+    }
+
+    /// Model-level groups: token (and position) embeddings, final norm, LM head.
+    pub fn model_groups(&self) -> Vec<ParamGroup> {
+        let (h, v) = (self.hidden_size, self.vocab_size);
+        let embed_name = match self.model_type.as_str() {
+            "gpt2" => "wte",
+            "gpt_neox" => "embed_in",
+            "falcon" | "chatglm" => "word_embeddings",
+            _ => "embed_tokens",
+        };
+        let mut g = vec![ParamGroup::new(
+            embed_name,
+            Part::Embeddings,
+            Shape::Embedding { rows: v, cols: h },
+            TpSplit::Vocab,
+        )];
+        if self.learned_position_embeddings > 0 {
+            g.push(ParamGroup::new(
+                "wpe",
+                Part::Embeddings,
+                Shape::Embedding {
+                    rows: self.learned_position_embeddings,
+                    cols: h,
+                },
+                TpSplit::Replicated,
+            ));
+        }
+        let final_norm = match self.model_type.as_str() {
+            "gpt2" => "ln_f",
+            "phi" => "final_layernorm",
+            "gpt_neox" => "final_layer_norm",
+            "falcon" => "ln_f",
+            "chatglm" => "final_layernorm",
+            _ => "norm",
+        };
+        g.push(ParamGroup::new(
+            final_norm,
+            Part::Norms,
+            Shape::Norm {
+                size: h,
+                bias: self.norm == NormKind::LayerNorm,
+            },
+            TpSplit::Replicated,
+        ));
+        if !self.tie_word_embeddings {
+            let name = match self.model_type.as_str() {
+                "gpt_neox" => "embed_out",
+                "chatglm" => "output_layer",
+                _ => "lm_head",
+            };
+            g.push(ParamGroup::linear(
+                name,
+                Part::LmHead,
+                h,
+                v,
+                self.lm_head_bias,
+                TpSplit::Vocab,
+            ));
+        }
+        g
+    }
+
+    /// The full parameter inventory.
+    pub fn inventory(&self) -> Inventory {
+        let num_moe_layers = self.num_moe_layers();
+        Inventory {
+            model: self.model_groups(),
+            dense_layer: self.layer_groups(FfnKind::Dense),
+            num_dense_layers: self.num_hidden_layers - num_moe_layers,
+            moe_layer: if num_moe_layers > 0 {
+                self.layer_groups(FfnKind::Moe)
+            } else {
+                Vec::new()
+            },
+            num_moe_layers,
+        }
+    }
+
+    /// Exact parameter counts by component, as `sum(p.numel() for p in model.parameters())`
+    /// in transformers counts them (tied embeddings once). Saturates instead of overflowing
+    /// for absurd inputs (validation rejects those first).
+    pub fn param_counts(&self) -> ParamCounts {
+        let inv = self.inventory();
+        let mut c = ParamCounts::default();
+        let mut add = |groups: &[ParamGroup], times: u64| {
+            for gr in groups {
+                let n = gr.numel().saturating_mul(times);
+                let slot = match gr.part {
+                    Part::Embeddings => &mut c.embeddings,
+                    Part::Attention => &mut c.attention,
+                    Part::Mlp => &mut c.mlp,
+                    Part::Experts => &mut c.experts,
+                    Part::SharedExperts => &mut c.shared_experts,
+                    Part::Router => &mut c.router,
+                    Part::Norms => &mut c.norms,
+                    Part::LmHead => &mut c.lm_head,
+                };
+                *slot = slot.saturating_add(n);
+            }
+        };
+        add(&inv.model, 1);
+        add(&inv.dense_layer, inv.num_dense_layers);
+        add(&inv.moe_layer, inv.num_moe_layers);
+        c.vision = self
+            .vision
+            .as_ref()
+            .map_or(0, |v| v.encoder_params + v.projector_params);
+        c.language_model = [
+            c.embeddings,
+            c.attention,
+            c.mlp,
+            c.experts,
+            c.shared_experts,
+            c.router,
+            c.norms,
+            c.lm_head,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b));
+        c.total = c.language_model.saturating_add(c.vision);
+        let inactive = match &self.moe {
+            Some(m) if m.num_experts > 0 => {
+                c.experts / m.num_experts
+                    * (m.num_experts - m.num_experts_per_tok.min(m.num_experts))
+            }
+            _ => 0,
+        };
+        c.active_per_token = c.language_model - inactive;
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn llama2_7b() -> ModelArch {
+        ModelArch {
+            name: "Llama-2-7B".into(),
+            model_type: "llama".into(),
+            hidden_size: 4096,
+            num_hidden_layers: 32,
+            num_attention_heads: 32,
+            num_key_value_heads: 32,
+            head_dim: 128,
+            intermediate_size: 11008,
+            vocab_size: 32000,
+            max_position_embeddings: 4096,
+            tie_word_embeddings: false,
+            hidden_act: "silu".into(),
+            norm: NormKind::RmsNorm,
+            mlp: MlpKind::Gated,
+            norms_per_layer: 2,
+            qk_norm: false,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            lm_head_bias: false,
+            fused_qkv: false,
+            fused_gate_up: false,
+            parallel_attention: false,
+            learned_position_embeddings: 0,
+            attention_dropout: 0.0,
+            hidden_dropout: 0.0,
+            mla: None,
+            moe: None,
+            sliding_window: None,
+            sliding_layers: Vec::new(),
+            vision: None,
+        }
+    }
+
+    #[test]
+    fn llama2_7b_count() {
+        // embed 32000*4096 = 131_072_000, lm_head the same;
+        // per layer: attention 4 * 4096^2 = 67_108_864, MLP 3 * 4096 * 11008 = 135_266_304,
+        // norms 2 * 4096 = 8192 -> 202_383_360; x32 = 6_476_267_520; final norm 4096.
+        // total = 2 * 131_072_000 + 6_476_267_520 + 4096 = 6_738_415_616 (the figure
+        // transformers prints for Llama-2-7b-hf).
+        let c = llama2_7b().param_counts();
+        assert_eq!(c.total, 6_738_415_616);
+        assert_eq!(c.embeddings, 131_072_000);
+        assert_eq!(c.lm_head, 131_072_000);
+        assert_eq!(c.attention, 32 * 67_108_864);
+        assert_eq!(c.mlp, 32 * 135_266_304);
+        assert_eq!(c.norms, (2 * 32 + 1) * 4096); // two RMSNorms per layer and the final norm
+        assert_eq!(c.active_per_token, c.total);
+    }
+
+    #[test]
+    fn tp_split() {
+        let g = ParamGroup::linear("o_proj", Part::Attention, 4096, 4096, true, TpSplit::Row);
+        // row-parallel: weight 4096/4 x 4096, bias whole
+        assert_eq!(g.numel_per_tp_rank(4), 1024 * 4096 + 4096);
+        let g = ParamGroup::linear("q_proj", Part::Attention, 4096, 4096, true, TpSplit::Column);
+        assert_eq!(g.numel_per_tp_rank(4), 1024 * 4097);
+    }
+}

@@ -1,0 +1,164 @@
+//! Built-in presets, embedded at build time from `presets/` (see `build.rs`): model
+//! configs (real Hugging Face `config.json` files), GPUs and example configs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::OnceLock;
+
+include!(concat!(env!("OUT_DIR"), "/presets_gen.rs"));
+
+/// A model preset: a Hugging Face `config.json` plus provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelPreset {
+    /// The preset id used in `model.preset` (`llama-2-7b`).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Hugging Face model id, if the model is on the Hub.
+    pub hf_id: Option<String>,
+    /// File under `presets/models/hf/`.
+    pub file: String,
+    /// Parameter count as published (model card / paper), verbatim.
+    pub published_params: String,
+    /// Where the config file comes from.
+    pub provenance: String,
+}
+
+/// A GPU preset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuPreset {
+    /// The preset id used in `hardware.gpu` (`h100-80gb`).
+    pub id: String,
+    pub name: String,
+    /// Capacity in bytes as the driver reports it.
+    pub memory_bytes: u64,
+    /// CUDA context and driver memory outside PyTorch's allocator, MiB.
+    pub cuda_context_mib: f64,
+    /// Architecture family (`ampere`, `hopper`, ...).
+    pub arch: String,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+struct ModelIndex {
+    models: Vec<ModelPreset>,
+}
+
+#[derive(Deserialize)]
+struct GpuIndex {
+    gpus: Vec<GpuPreset>,
+}
+
+/// All model presets, sorted by id.
+pub fn model_presets() -> &'static [ModelPreset] {
+    static P: OnceLock<Vec<ModelPreset>> = OnceLock::new();
+    P.get_or_init(|| {
+        serde_json::from_str::<ModelIndex>(MODEL_INDEX)
+            .map(|i| i.models)
+            .unwrap_or_default()
+    })
+}
+
+/// All GPU presets.
+pub fn gpu_presets() -> &'static [GpuPreset] {
+    static P: OnceLock<Vec<GpuPreset>> = OnceLock::new();
+    P.get_or_init(|| {
+        serde_json::from_str::<GpuIndex>(GPUS)
+            .map(|i| i.gpus)
+            .unwrap_or_default()
+    })
+}
+
+/// The example configs shipped in `presets/examples/`: (file name, JSON text).
+pub fn example_configs() -> &'static [(&'static str, &'static str)] {
+    EXAMPLE_FILES
+}
+
+/// Lower-case alphanumerics only, so that "Llama2-7B", "llama-2-7b" and "llama_2_7b" match.
+pub fn normalize(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The model preset with this id (exact, or equal after [`normalize`]).
+pub fn model_preset(id: &str) -> Option<&'static ModelPreset> {
+    let n = normalize(id);
+    model_presets()
+        .iter()
+        .find(|p| p.id == id)
+        .or_else(|| model_presets().iter().find(|p| normalize(&p.id) == n))
+}
+
+/// The `config.json` of a model preset.
+pub fn model_preset_config(id: &str) -> Option<Value> {
+    let p = model_preset(id)?;
+    let text = MODEL_FILES.iter().find(|(f, _)| *f == p.file)?.1;
+    serde_json::from_str(text).ok()
+}
+
+/// The raw text of a preset's `config.json`.
+pub fn model_preset_text(id: &str) -> Option<&'static str> {
+    let p = model_preset(id)?;
+    MODEL_FILES
+        .iter()
+        .find(|(f, _)| *f == p.file)
+        .map(|(_, t)| *t)
+}
+
+/// The GPU preset with this id or name (exact, or equal after [`normalize`]).
+pub fn gpu_preset(id: &str) -> Option<&'static GpuPreset> {
+    let n = normalize(id);
+    gpu_presets().iter().find(|g| g.id == id).or_else(|| {
+        gpu_presets().iter().find(|g| {
+            normalize(&g.id) == n || normalize(&g.name) == n || normalize(&g.name).ends_with(&n)
+        })
+    })
+}
+
+/// Ids of all model presets (for error messages).
+pub fn model_preset_ids() -> Vec<&'static str> {
+    model_presets().iter().map(|p| p.id.as_str()).collect()
+}
+
+/// Ids of all GPU presets (for error messages).
+pub fn gpu_preset_ids() -> Vec<&'static str> {
+    gpu_presets().iter().map(|g| g.id.as_str()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_index_entry_has_its_file_and_parses() {
+        assert!(model_presets().len() >= 31);
+        for p in model_presets() {
+            assert!(
+                model_preset_config(&p.id).is_some(),
+                "{} has no embedded file {}",
+                p.id,
+                p.file
+            );
+        }
+        // every embedded file is listed in the index
+        for (f, _) in MODEL_FILES {
+            assert!(
+                model_presets().iter().any(|p| &p.file == f),
+                "{f} is not in index.json"
+            );
+        }
+        assert_eq!(gpu_presets().len(), 8);
+    }
+
+    #[test]
+    fn lookups_normalize() {
+        assert_eq!(model_preset("llama2-7b").unwrap().id, "llama-2-7b");
+        assert_eq!(model_preset("Llama-3.1-8B").unwrap().id, "llama-3.1-8b");
+        assert_eq!(gpu_preset("H100-80GB").unwrap().id, "h100-80gb");
+        assert_eq!(gpu_preset("NVIDIA A100 80GB").unwrap().id, "a100-80gb");
+        assert!(model_preset("nonexistent-model").is_none());
+    }
+}

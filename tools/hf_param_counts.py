@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference parameter counts from transformers, for the exact-count fixture test.
 
-For every Hugging Face `config.json` given (default: ../shared/models/hf/*.json and the
-preset configs in presets/models/), build the model with transformers on the meta device
+For every Hugging Face `config.json` given (default: presets/models/hf/*.json, the model
+presets), build the model with transformers on the meta device
 (no weights are downloaded or allocated) and record
 
     sum(p.numel() for p in model.parameters())

@@ -167,6 +167,22 @@ pub enum LossImpl {
     Fused,
 }
 
+/// Which implementation of a PyTorch optimizer runs the step (`torch.optim` `foreach=` /
+/// `fused=`). DeepSpeed and Megatron use their own fused Adam/LAMB kernels regardless.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerImpl {
+    /// Multi-tensor `_foreach_*` ops over all parameters at once: PyTorch's default on CUDA.
+    /// Allocates the optimizer's temporaries for every parameter at once.
+    #[default]
+    Foreach,
+    /// One fused kernel (`fused=True`; HF Trainer `adamw_torch_fused`, its default with
+    /// torch >= 2.8): no temporaries.
+    Fused,
+    /// One parameter at a time (`foreach=False`): temporaries of the largest tensor only.
+    ForLoop,
+}
+
 /// The `training` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -186,6 +202,9 @@ pub struct Training {
     /// Default `adamw`.
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// Default `foreach`.
+    #[serde(default)]
+    pub optimizer_impl: OptimizerImpl,
     /// Default `none`. Also accepts `true` (= full) and `false`.
     #[serde(default, deserialize_with = "de_recompute")]
     pub activation_checkpointing: Recompute,
@@ -214,6 +233,7 @@ impl Default for Training {
             gradient_accumulation_steps: 1,
             precision: Precision::default(),
             optimizer: Optimizer::default(),
+            optimizer_impl: OptimizerImpl::default(),
             activation_checkpointing: Recompute::None,
             attention: Attention::default(),
             loss: LossImpl::default(),
@@ -332,6 +352,9 @@ fn max_live() -> u64 {
 fn persistence() -> u64 {
     100_000
 }
+fn sub_group() -> u64 {
+    1_000_000_000
+}
 fn bucket_mb() -> f64 {
     25.0
 }
@@ -364,6 +387,10 @@ pub struct ZeroOptions {
     /// (`stage3_param_persistence_threshold`, default 1e5).
     #[serde(default = "persistence", deserialize_with = "units::de_count")]
     pub stage3_param_persistence_threshold: u64,
+    /// Elements per optimizer sub-group in ZeRO-3: the step upcasts and updates one
+    /// sub-group at a time (`sub_group_size`, default 1e9).
+    #[serde(default = "sub_group", deserialize_with = "units::de_count")]
+    pub sub_group_size: u64,
 }
 
 impl Default for ZeroOptions {
@@ -377,6 +404,7 @@ impl Default for ZeroOptions {
             stage3_prefetch_bucket_size: prefetch_bucket(),
             stage3_max_live_parameters: max_live(),
             stage3_param_persistence_threshold: persistence(),
+            sub_group_size: sub_group(),
         }
     }
 }
@@ -603,8 +631,19 @@ impl Config {
 pub(crate) fn from_value_typed(v: &Value) -> Result<Config, Vec<FieldError>> {
     serde_path_to_error::deserialize::<_, Config>(v).map_err(|e| {
         let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
+        let mut path = if path == "." { String::new() } else { path };
         let msg = e.inner().to_string();
+        // Internally tagged sections (`engine`) are buffered, so serde reports their unknown
+        // keys at the section: point at the key itself.
+        if let Some(key) = msg
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
+        {
+            let ends_with_key = path == key || path.ends_with(&format!(".{key}"));
+            if !ends_with_key && lookup(v, &format!("{path}.{key}")).is_some() {
+                path = format!("{path}.{key}");
+            }
+        }
         // serde reports an unknown key at the path of the key itself.
         let value = lookup(v, &path).map(short).unwrap_or_default();
         vec![FieldError::new(path, value, tidy(&msg))]

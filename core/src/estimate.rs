@@ -17,7 +17,8 @@
 
 use crate::activations::{self, ActCtx};
 use crate::config::{
-    Attention, Config, Engine, LossImpl, Offload, Precision, Recompute, ShardingStrategy,
+    Attention, Config, Engine, LossImpl, Offload, OptimizerImpl, Precision, Recompute,
+    ShardingStrategy,
 };
 use crate::error::FieldError;
 use crate::model::{FfnKind, ModelArch, ParamCounts, ParamGroup, Part, Shape, TpSplit};
@@ -393,8 +394,17 @@ fn states(r: &Resolved, p: &RankParams) -> States {
     let edp = (dp * l.context_parallel_size / l.expert_parallel_size).max(1);
     let mut s = States::default();
     let in_bwd = cfg.training.optimizer_in_backward;
-    // PyTorch optimizers default to the multi-tensor (foreach) implementation on CUDA.
-    let foreach = |params: u64| info.foreach_temporaries as u64 * b.state * params;
+    // PyTorch optimizers default to the multi-tensor (foreach) implementation on CUDA,
+    // which allocates its temporaries for all parameters at once; fused allocates none;
+    // the for-loop implementation one tensor's worth.
+    let foreach = |params: u64| {
+        let span = match cfg.training.optimizer_impl {
+            OptimizerImpl::Foreach => params,
+            OptimizerImpl::Fused => 0,
+            OptimizerImpl::ForLoop => params.min(p.largest_module),
+        };
+        info.foreach_temporaries as u64 * b.state * span
+    };
     // Apex/DeepSpeed fused Adam-family kernels allocate no temporaries.
     let fused_family = matches!(
         cfg.training.optimizer,
@@ -572,16 +582,20 @@ fn zero_states(
     if !off_opt {
         s.master = opt(b.master * p.dense, b.master * p.expert, shard_os);
         s.optimizer = opt(p.opt_dense, p.opt_expert, shard_os);
-        // stage_1_and_2.py / stage3.py: the fp32 gradient partition for the step
-        let fp32_grads = if b.master > 0 {
-            4 * if shard_os { div(n, dp) } else { n }
-        } else {
-            0
+        // The step upcasts the gradient partition to fp32: whole per parameter group in
+        // stage_1_and_2.py (`single_grad_partition`), one sub-group at a time in stage3.py
+        // (`_prepare_fp32_grad_for_sub_group`, `sub_group_size` elements).
+        let partition = if shard_os { div(n, dp) } else { n };
+        let upcast = match (stage, z3) {
+            (3, Some(z)) => partition.min(z.sub_group_size),
+            (3, None) => partition.min(1_000_000_000),
+            _ => partition,
         };
+        let fp32_grads = if b.master > 0 { 4 * upcast } else { 0 };
         let temps = if fused {
             0
         } else {
-            info.foreach_temporaries as u64 * b.state * if shard_os { div(n, dp) } else { n }
+            info.foreach_temporaries as u64 * b.state * upcast
         };
         s.step_temporaries = fp32_grads + temps;
     }

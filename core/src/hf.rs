@@ -69,6 +69,7 @@ pub struct FamilyDefaults {
     pub sliding_window: u64,
 }
 
+#[allow(clippy::too_many_arguments)] // one argument per column of the table below
 const fn fam(
     model_type: &'static str,
     vocab_size: u64,

@@ -368,9 +368,9 @@ impl ModelArch {
         };
         let freq = m.moe_layer_freq.max(1);
         let is_moe = if m.qwen_layer_rule {
-            !m.mlp_only_layers.contains(&i) && (i + 1) % freq == 0
+            !m.mlp_only_layers.contains(&i) && (i + 1).is_multiple_of(freq)
         } else {
-            i >= m.first_k_dense_replace && i % freq == 0
+            i >= m.first_k_dense_replace && i.is_multiple_of(freq)
         };
         if is_moe { FfnKind::Moe } else { FfnKind::Dense }
     }

@@ -122,7 +122,11 @@ pub fn resolve_model(
         Some(Value::String(s)) => match units::parse_count(s) {
             Ok(n) => Some(n),
             Err(m) => {
-                errors.add("model.num_parameters", format!("{s:?}"), m);
+                errors.add(
+                    "model.num_parameters",
+                    format!("{s:?}"),
+                    format!("must be a count from 1 to 10^15 such as \"7B\" ({m})"),
+                );
                 None
             }
         },
@@ -459,7 +463,7 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
                 ),
             );
         }
-        if t.seq_len % cp != 0 {
+        if !t.seq_len.is_multiple_of(cp) {
             e.add(
                 "training.seq_len",
                 t.seq_len,
@@ -552,14 +556,14 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
                         g,
                         "only applies to sharding_strategy HYBRID_SHARD",
                     );
-                } else if let Some(l) = &layout {
-                    if g == 0 || l.data_parallel_size % g != 0 {
-                        e.add(
-                            "engine.hybrid_shard_group_size",
-                            g,
-                            format!("must divide data_parallel_size ({})", l.data_parallel_size),
-                        );
-                    }
+                } else if let Some(l) = &layout
+                    && (g == 0 || l.data_parallel_size % g != 0)
+                {
+                    e.add(
+                        "engine.hybrid_shard_group_size",
+                        g,
+                        format!("must divide data_parallel_size ({})", l.data_parallel_size),
+                    );
                 }
             }
             (Framework::Torch, 0)

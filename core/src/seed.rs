@@ -12,7 +12,7 @@
 //! | `model.max_seq_len` | `training.seq_len` and `model.max_position_embeddings` |
 //! | `training.batch_size` | `training.micro_batch_size` (per GPU) |
 //! | `training.dtype`: `fp32` / `bf16` / `fp16` / `fp8` | `training.precision`: `fp32` / `amp_bf16` / `amp_fp16` / `fp8` (the seed's half types mean mixed precision with fp32 optimizer states) |
-//! | `training.activation_checkpointing`: 0 / 1 / 2 / 3 / 4 | `none` / `selective` / `full` / `full` / `full` (levels ordered by memory saved; 3 and 4 have no further effect on GPU memory here) |
+//! | `training.activation_checkpointing`: 0 / 1-4 | `none` / `full`. Level 1 is the on switch the seed's own example uses with DeepSpeed on a Hugging Face model, which has no selective recomputation (HF `gradient_checkpointing=True`); levels 2-4 add DeepSpeed's `partition_activations` / `cpu_checkpointing`, which only lower memory further and are estimated as full recomputation (an upper bound). Schema 1 writes `"selective"` explicitly |
 //! | `training.optimizer`, `gradient_accumulation_steps` | same |
 //! | `parallelism.*` | same names |
 //! | `engine.type`: `ddp`, `pytorch`, `pytorch_ddp` / `deepspeed` / `fsdp` / `megatron`, `megatron_lm`, `megatron-lm` / `megatron_deepspeed`, `megatron-deepspeed` | `ddp` / `deepspeed` / `fsdp` / `megatron` / `megatron_deepspeed` |
@@ -156,8 +156,7 @@ pub fn migrate(doc: &Map<String, Value>) -> Result<Config, Vec<FieldError>> {
                 let r = match &v {
                     Value::Number(n) => match n.as_u64() {
                         Some(0) => json!("none"),
-                        Some(1) => json!("selective"),
-                        Some(2..=4) => json!("full"),
+                        Some(1..=4) => json!("full"),
                         _ => {
                             errors.push(FieldError::new(
                                 "training.activation_checkpointing",
@@ -239,7 +238,7 @@ mod tests {
         assert_eq!(c.training.micro_batch_size, 4);
         assert_eq!(c.training.seq_len, 4096);
         assert_eq!(c.training.precision, Precision::AmpBf16);
-        assert_eq!(c.training.activation_checkpointing, Recompute::Selective);
+        assert_eq!(c.training.activation_checkpointing, Recompute::Full);
         match &c.engine {
             Engine::Deepspeed(z) => {
                 assert_eq!(z.zero_stage, 3);

@@ -49,22 +49,35 @@ fn parse_decimal(s: &str) -> Option<(u128, i32)> {
     Some((mantissa, scale))
 }
 
+/// Why a decimal is not a `u64`.
+enum NotInteger {
+    Fraction,
+    TooLarge,
+}
+
 /// `mantissa / 10^scale * multiplier`, if it is a whole number that fits in `u64`.
-fn exact_integer(mantissa: u128, scale: i32, multiplier: u128) -> Option<u64> {
-    if !(-40..=40).contains(&scale) {
-        return if mantissa == 0 { Some(0) } else { None };
+fn exact_integer(mantissa: u128, scale: i32, multiplier: u128) -> Result<u64, NotInteger> {
+    use NotInteger::*;
+    if mantissa == 0 {
+        return Ok(0);
     }
-    let v = mantissa.checked_mul(multiplier)?;
+    if scale > 40 {
+        return Err(Fraction);
+    }
+    if scale < -40 {
+        return Err(TooLarge);
+    }
+    let v = mantissa.checked_mul(multiplier).ok_or(TooLarge)?;
     let r = if scale >= 0 {
-        let d = 10u128.checked_pow(scale as u32)?;
+        let d = 10u128.pow(scale as u32);
         if v % d != 0 {
-            return None;
+            return Err(Fraction);
         }
         v / d
     } else {
-        v.checked_mul(10u128.checked_pow((-scale) as u32)?)?
+        v.checked_mul(10u128.pow((-scale) as u32)).ok_or(TooLarge)?
     };
-    u64::try_from(r).ok()
+    u64::try_from(r).map_err(|_| TooLarge)
 }
 
 /// Parses a count such as `4`, `"4096"`, `"7B"`, `"1.5B"`, `"125M"`, `"32k"`, `"7e9"`,
@@ -96,7 +109,10 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         _ => (&cleaned[..], 1),
     };
     let (m, scale) = parse_decimal(num).ok_or_else(err)?;
-    exact_integer(m, scale, mult).ok_or_else(|| format!("{s:?} is not a whole number in range"))
+    exact_integer(m, scale, mult).map_err(|e| match e {
+        NotInteger::Fraction => format!("expected a whole number, got {s:?}"),
+        NotInteger::TooLarge => format!("{s:?} is too large (at most {})", u64::MAX),
+    })
 }
 
 /// A memory size unit accepted in strings.
@@ -213,7 +229,7 @@ pub fn fmt_int(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(' ');
         }
         out.push(c);
@@ -301,7 +317,7 @@ impl<'de> Deserialize<'de> for GbInput {
                 }
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<GbInput, E> {
-                if !v.is_finite() || v < 0.0 || v > 1e9 {
+                if !v.is_finite() || !(0.0..=1e9).contains(&v) {
                     return Err(E::custom(format!(
                         "must be a size from 0 to 10^9 GB, got {v}"
                     )));

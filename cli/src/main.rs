@@ -1,0 +1,416 @@
+//! `gpu-mem-calc`: the command-line shell over `calc-core`.
+//!
+//! Exit codes: 0 success, 2 bad input (a field error, an unreadable file), 70 internal
+//! error. Nothing is computed here: every number comes from `calc_core`.
+
+use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
+use calc_core::units::{fmt_count, fmt_gib, fmt_int};
+use calc_core::{Config, FieldError, presets};
+use clap::{Parser, Subcommand, ValueEnum};
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gpu-mem-calc",
+    version,
+    about = "GPU memory calculator for training, fine-tuning and serving LLMs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EngineArg {
+    Ddp,
+    Deepspeed,
+    Fsdp,
+    Megatron,
+    MegatronDeepspeed,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Estimate per-GPU memory for a config file (schema 1 or the seed format).
+    Calculate {
+        /// The config JSON file.
+        #[arg(long)]
+        config: PathBuf,
+        /// A Hugging Face config.json to use as the model (the config may then omit `model`).
+        #[arg(long)]
+        hf_config: Option<PathBuf>,
+        /// Print the estimate as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Quick estimate: a model size ("7B") or preset id, a GPU count and an engine.
+    Quick {
+        /// A parameter count such as 7B or 70B, or a model preset id (see `presets`).
+        model: String,
+        /// Number of GPUs (all data parallel unless --tp/--pp are given).
+        #[arg(long, default_value_t = 1)]
+        gpus: u64,
+        #[arg(long, value_enum, default_value = "ddp")]
+        engine: EngineArg,
+        /// ZeRO stage for deepspeed / megatron_deepspeed.
+        #[arg(long, default_value_t = 3)]
+        zero_stage: u8,
+        /// GPU preset id (default h100-80gb).
+        #[arg(long)]
+        gpu: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        micro_batch_size: u64,
+        #[arg(long, default_value_t = 2048)]
+        seq_len: u64,
+        /// fp32, amp_bf16, amp_fp16, bf16, fp16, fp8.
+        #[arg(long, default_value = "amp_bf16")]
+        precision: String,
+        #[arg(long, default_value = "adamw")]
+        optimizer: String,
+        /// none, selective or full.
+        #[arg(long, default_value = "none")]
+        recompute: String,
+        #[arg(long, default_value_t = 1)]
+        tp: u64,
+        #[arg(long, default_value_t = 1)]
+        pp: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a config file; print its field errors.
+    Validate { file: PathBuf },
+    /// List the model, GPU and example presets.
+    Presets {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exact parameter counts of a Hugging Face config.json (or of a config's model).
+    Params {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// An error for the user: exit code 2 with the messages.
+struct BadInput(Vec<String>);
+
+impl From<Vec<FieldError>> for BadInput {
+    fn from(e: Vec<FieldError>) -> Self {
+        BadInput(e.iter().map(|e| e.to_string()).collect())
+    }
+}
+
+fn read_json(path: &Path, what: &str) -> Result<Value, BadInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(vec![format!("{what} {}: {e}", path.display())]))?;
+    serde_json::from_str(&text).map_err(|e| {
+        BadInput(vec![format!(
+            "{what} {}: invalid JSON: {e}",
+            path.display()
+        )])
+    })
+}
+
+fn run(cli: Cli) -> Result<(), BadInput> {
+    match cli.cmd {
+        Cmd::Calculate {
+            config,
+            hf_config,
+            json,
+        } => {
+            let mut doc = read_json(&config, "config")?;
+            if let Some(hf) = hf_config {
+                let hf = read_json(&hf, "--hf-config")?;
+                let Value::Object(root) = &mut doc else {
+                    return Err(BadInput(vec!["config: must be a JSON object".into()]));
+                };
+                let model = root
+                    .entry("model")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(m) = model else {
+                    return Err(BadInput(vec!["model: must be a JSON object".into()]));
+                };
+                if m.contains_key("preset") {
+                    return Err(BadInput(vec![
+                        "model.preset: give either a preset or --hf-config, not both".into(),
+                    ]));
+                }
+                m.insert("hf_config".into(), hf);
+            }
+            let cfg = Config::from_value(doc)?;
+            let est = calc_core::estimate(&cfg)?;
+            print_estimate(&est, json);
+        }
+        Cmd::Quick {
+            model,
+            gpus,
+            engine,
+            zero_stage,
+            gpu,
+            micro_batch_size,
+            seq_len,
+            precision,
+            optimizer,
+            recompute,
+            tp,
+            pp,
+            json,
+        } => {
+            let model_section = if presets::model_preset(&model).is_some() {
+                json!({ "preset": model })
+            } else {
+                json!({ "num_parameters": model })
+            };
+            let engine = match engine {
+                EngineArg::Ddp => json!({"type": "ddp"}),
+                EngineArg::Deepspeed => json!({"type": "deepspeed", "zero_stage": zero_stage}),
+                EngineArg::Fsdp => json!({"type": "fsdp"}),
+                EngineArg::Megatron => json!({"type": "megatron"}),
+                EngineArg::MegatronDeepspeed => {
+                    json!({"type": "megatron_deepspeed", "zero_stage": zero_stage})
+                }
+            };
+            let mut hardware = json!({ "num_gpus": gpus });
+            if let Some(g) = gpu {
+                hardware["gpu"] = json!(g);
+            }
+            let doc = json!({
+                "schema_version": 1,
+                "model": model_section,
+                "training": {"micro_batch_size": micro_batch_size, "seq_len": seq_len, "precision": precision,
+                             "optimizer": optimizer, "activation_checkpointing": recompute},
+                "parallelism": {"tensor_parallel_size": tp, "pipeline_parallel_size": pp},
+                "engine": engine,
+                "hardware": hardware,
+            });
+            let cfg = Config::from_value(doc)?;
+            let est = calc_core::estimate(&cfg)?;
+            print_estimate(&est, json);
+        }
+        Cmd::Validate { file } => {
+            let doc = read_json(&file, "config")?;
+            let cfg = Config::from_value(doc)?;
+            calc_core::validate(&cfg)?;
+            println!(
+                "{}: valid (schema_version {})",
+                file.display(),
+                cfg.schema_version
+            );
+        }
+        Cmd::Presets { json } => print_presets(json),
+        Cmd::Params { file, json } => {
+            let doc = read_json(&file, "file")?;
+            // a calculator config (has a `model` section) or a bare config.json
+            let spec = match doc.get("model") {
+                Some(Value::Object(m)) if doc.get("model_type").is_none() => {
+                    calc_core::config::ModelSpec(m.clone())
+                }
+                _ => calc_core::config::ModelSpec::hf_config(doc.clone()),
+            };
+            let counts = calc_core::param_counts(&spec)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&counts).unwrap_or_default()
+                );
+            } else {
+                let mut t = table(&["component", "parameters", ""]);
+                let c = &counts;
+                for (name, n) in [
+                    ("embeddings", c.embeddings),
+                    ("attention", c.attention),
+                    ("mlp", c.mlp),
+                    ("experts", c.experts),
+                    ("shared_experts", c.shared_experts),
+                    ("router", c.router),
+                    ("norms", c.norms),
+                    ("lm_head", c.lm_head),
+                    ("vision", c.vision),
+                ] {
+                    if n > 0 {
+                        t.add_row(vec![
+                            Cell::new(name),
+                            right(fmt_int(n)),
+                            right(fmt_count(n)),
+                        ]);
+                    }
+                }
+                t.add_row(vec![
+                    Cell::new("total"),
+                    right(fmt_int(c.total)),
+                    right(fmt_count(c.total)),
+                ]);
+                if c.active_per_token != c.language_model {
+                    t.add_row(vec![
+                        Cell::new("active per token"),
+                        right(fmt_int(c.active_per_token)),
+                        right(fmt_count(c.active_per_token)),
+                    ]);
+                }
+                println!("{t}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(header.to_vec());
+    t
+}
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+fn print_estimate(e: &Estimate, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
+        return;
+    }
+    let l = &e.layout;
+    println!(
+        "{} ({} parameters) on {} x {}",
+        e.model.name,
+        fmt_count(e.params.total),
+        l.num_gpus,
+        e.gpu.name
+    );
+    println!(
+        "layout: DP {} x TP {} x PP {} x CP {}{}; most loaded: {}; peak in {}",
+        l.data_parallel_size,
+        l.tensor_parallel_size,
+        l.pipeline_parallel_size,
+        l.context_parallel_size,
+        if l.expert_parallel_size > 1 {
+            format!(" (EP {})", l.expert_parallel_size)
+        } else {
+            String::new()
+        },
+        e.most_loaded,
+        e.peak_phase
+    );
+    let mut t = table(&["component", "GiB", "% of GPU"]);
+    let pct = |b: u64| format!("{:.1}", 100.0 * b as f64 / e.gpu_memory_bytes.max(1) as f64);
+    let gib = |b: u64| format!("{:.2}", b as f64 / calc_core::units::GIB as f64);
+    for name in COMPONENTS {
+        let b = e.components[*name];
+        if b > 0 {
+            t.add_row(vec![
+                Cell::new(name.replace('_', " ")),
+                right(gib(b)),
+                right(pct(b)),
+            ]);
+        }
+    }
+    t.add_row(vec![
+        Cell::new("= peak allocated"),
+        right(gib(e.peak_allocated_bytes)),
+        right(pct(e.peak_allocated_bytes)),
+    ]);
+    for name in OVERHEADS {
+        let b = e.overheads[*name];
+        if b > 0 {
+            t.add_row(vec![
+                Cell::new(format!("+ {}", name.replace('_', " "))),
+                right(gib(b)),
+                right(pct(b)),
+            ]);
+        }
+    }
+    t.add_row(vec![
+        Cell::new("= total"),
+        right(gib(e.total_bytes)),
+        right(pct(e.total_bytes)),
+    ]);
+    t.add_row(vec![
+        Cell::new("GPU memory"),
+        right(gib(e.gpu_memory_bytes)),
+        right("100.0".into()),
+    ]);
+    println!("{t}");
+    if e.fits {
+        println!(
+            "fits: yes, {} free ({:.1} % used)",
+            fmt_gib(e.headroom_bytes as u64),
+            100.0 * e.utilization
+        );
+    } else {
+        println!(
+            "fits: NO, {} short ({:.1} % of the GPU)",
+            fmt_gib(e.headroom_bytes.unsigned_abs()),
+            100.0 * e.utilization
+        );
+    }
+    if e.cpu_memory_bytes > 0 {
+        println!(
+            "CPU memory per node for offloaded states: {}",
+            fmt_gib(e.cpu_memory_bytes)
+        );
+    }
+    for w in &e.warnings {
+        println!("warning: {w}");
+    }
+}
+
+fn print_presets(json: bool) {
+    if json {
+        let examples: Vec<_> = presets::example_configs().iter().map(|(f, _)| f).collect();
+        let v = json!({"models": presets::model_presets(), "gpus": presets::gpu_presets(), "examples": examples});
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return;
+    }
+    let mut t = table(&["model preset", "parameters", "published"]);
+    for p in presets::model_presets() {
+        let n = calc_core::param_counts(&calc_core::config::ModelSpec::preset(&p.id))
+            .map(|c| fmt_count(c.total))
+            .unwrap_or_default();
+        t.add_row(vec![
+            Cell::new(&p.id),
+            right(n),
+            Cell::new(&p.published_params),
+        ]);
+    }
+    println!("{t}");
+    let mut t = table(&["GPU preset", "name", "memory"]);
+    for g in presets::gpu_presets() {
+        t.add_row(vec![
+            Cell::new(&g.id),
+            Cell::new(&g.name),
+            right(fmt_gib(g.memory_bytes)),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "example configs (presets/examples): {}",
+        presets::example_configs()
+            .iter()
+            .map(|(f, _)| *f)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+fn main() -> ExitCode {
+    // Any panic is a bug: report it instead of aborting silently.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("internal error (please report): {info}");
+    }));
+    let cli = Cli::parse();
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(BadInput(msgs))) => {
+            for m in msgs {
+                eprintln!("error: {m}");
+            }
+            ExitCode::from(2)
+        }
+        Err(_) => ExitCode::from(70),
+    }
+}

@@ -1,0 +1,508 @@
+//! The gpu-mem-calc web app (Leptos, client-side rendered).
+//!
+//! Data flows one way: the config document (a JSON value) is the only state a user edits;
+//! `calc_core` turns it into a `Result<Estimate, Vec<FieldError>>` in one memo; the form's
+//! errors, the chart, the table and the export all read that memo. The last valid estimate
+//! stays on screen, marked stale, while the input is invalid.
+
+pub mod chart;
+pub mod doc;
+
+use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
+use calc_core::units::{fmt_count, fmt_gib};
+use calc_core::{Config, FieldError, presets};
+use doc::{FieldSpec, Kind, SECTIONS};
+use gloo_storage::{LocalStorage, Storage};
+use leptos::prelude::*;
+use serde_json::{Value, json};
+use wasm_bindgen::{JsCast, JsValue};
+
+/// localStorage key of the saved config document.
+pub const STORAGE_KEY: &str = "gpu-mem-calc.config.v1";
+
+/// Optimizer choices (JSON literal, label), from the core's optimizer table.
+pub const OPTIMIZER_OPTIONS: &[(&str, &str)] = &[
+    ("\"adamw\"", "AdamW"),
+    ("\"adam\"", "Adam"),
+    ("\"adamw_8bit\"", "AdamW 8-bit (bitsandbytes)"),
+    ("\"paged_adamw_8bit\"", "Paged AdamW 8-bit"),
+    ("\"adamw_4bit\"", "AdamW 4-bit (torchao)"),
+    ("\"adafactor\"", "Adafactor"),
+    ("\"lion\"", "Lion"),
+    ("\"lion_8bit\"", "Lion 8-bit"),
+    ("\"sgd\"", "SGD"),
+    ("\"sgd_momentum\"", "SGD + momentum"),
+    ("\"nesterov\"", "SGD Nesterov"),
+    ("\"amsgrad\"", "AMSGrad"),
+    ("\"nadam\"", "NAdam"),
+    ("\"radam\"", "RAdam"),
+    ("\"adamax\"", "Adamax"),
+    ("\"adadelta\"", "Adadelta"),
+    ("\"adagrad\"", "Adagrad"),
+    ("\"rmsprop\"", "RMSprop"),
+    ("\"adabelief\"", "AdaBelief"),
+    ("\"lamb\"", "LAMB"),
+    ("\"sophia\"", "Sophia"),
+];
+
+/// The document a first visit starts from.
+pub fn default_doc() -> Value {
+    json!({
+        "schema_version": 1,
+        "model": {"preset": "llama-3.1-8b"},
+        "training": {"micro_batch_size": 1, "seq_len": 4096, "gradient_accumulation_steps": 8,
+                     "precision": "amp_bf16", "optimizer": "adamw", "activation_checkpointing": "full",
+                     "attention": "flash", "loss": "standard"},
+        "parallelism": {},
+        "engine": {"type": "deepspeed", "zero_stage": 3},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+    })
+}
+
+/// The saved document, if any (a JSON object).
+fn load_saved() -> Option<Value> {
+    LocalStorage::get::<Value>(STORAGE_KEY)
+        .ok()
+        .filter(|v| v.is_object())
+}
+
+fn dom_id(path: &str) -> String {
+    path.replace('.', "-")
+}
+
+/// Mounts the app on `<body>`.
+pub fn run() {
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(App);
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    let doc = RwSignal::new(load_saved().unwrap_or_else(default_doc));
+    // bumped when the whole document is replaced, so that the inputs show the new values
+    let revision = RwSignal::new(0u32);
+    let status = RwSignal::new(String::new());
+
+    let parsed = Memo::new(move |_| Config::from_value(doc.get()));
+    let result: Memo<Result<Estimate, Vec<FieldError>>> =
+        Memo::new(move |_| parsed.get().and_then(|c| calc_core::estimate(&c)));
+    let last_good: Memo<Option<Estimate>> =
+        Memo::new(move |prev: Option<&Option<Estimate>>| match result.get() {
+            Ok(e) => Some(e),
+            Err(_) => prev.cloned().flatten(),
+        });
+    let errors = Memo::new(move |_| result.get().err().unwrap_or_default());
+    let stale = Memo::new(move |_| result.with(|r| r.is_err()));
+
+    // persistence: the document (valid or not) is the user's work
+    Effect::new(move |_| {
+        let d = doc.get();
+        let _ = LocalStorage::set(STORAGE_KEY, &d);
+    });
+
+    let replace_doc = move |v: Value| {
+        doc.set(v);
+        revision.update(|r| *r += 1);
+    };
+
+    let export_text = move || match parsed.get_untracked() {
+        Ok(c) => c.to_json_pretty(),
+        Err(_) => serde_json::to_string_pretty(&doc.get_untracked()).unwrap_or_default(),
+    };
+    let on_export = move |_| match download("gpu-mem-calc-config.json", &export_text()) {
+        Ok(()) => status.set("Exported gpu-mem-calc-config.json".into()),
+        Err(e) => status.set(format!("Export failed: {e}")),
+    };
+    let on_copy = move |_| {
+        let text = export_text();
+        let p = window().navigator().clipboard().write_text(&text);
+        wasm_bindgen_futures::spawn_local(async move {
+            match wasm_bindgen_futures::JsFuture::from(p).await {
+                Ok(_) => status.set("Copied the config JSON to the clipboard".into()),
+                Err(_) => status.set("Copy failed: the browser refused clipboard access".into()),
+            }
+        });
+    };
+    let on_reset = move |_| {
+        replace_doc(default_doc());
+        status.set("Reset to the default configuration".into());
+    };
+
+    view! {
+        <header class="top">
+            <h1>"GPU memory calculator"</h1>
+            <p class="tagline">
+                "Will this model fit? Per-GPU memory for training large language models, by component, "
+                "computed in your browser."
+            </p>
+        </header>
+        <main class="layout">
+            <section class="inputs" aria-label="Configuration">
+                {move || {
+                    revision.get();
+                    view! {
+                        <ModelPicker doc=doc last_good=last_good errors=errors />
+                        <GpuPicker doc=doc errors=errors />
+                        {SECTIONS
+                            .iter()
+                            .map(|(title, fields)| {
+                                view! {
+                                    <fieldset class="group">
+                                        <legend>{*title}</legend>
+                                        {fields.iter().map(|f| view! { <Field spec=*f doc=doc errors=errors /> }).collect_view()}
+                                    </fieldset>
+                                }
+                            })
+                            .collect_view()}
+                    }
+                }}
+            </section>
+            <section class="results" class:stale=move || stale.get() aria-live="polite">
+                <Verdict last_good=last_good stale=stale />
+                <GeneralErrors errors=errors />
+                <div id="chart" class="chart" inner_html=move || last_good.with(|e| e.as_ref().map(|e| chart::render_svg(e, (720, 380))).unwrap_or_default())></div>
+                <Breakdown last_good=last_good />
+                <div class="actions">
+                    <button id="export" on:click=on_export>"Export JSON"</button>
+                    <button id="copy" on:click=on_copy>"Copy JSON"</button>
+                    <button id="reset" class="secondary" on:click=on_reset>"Reset"</button>
+                    <span id="status" role="status">{move || status.get()}</span>
+                </div>
+            </section>
+        </main>
+        <footer class="bottom">
+            <p>"All numbers are computed by calc-core (Rust, WebAssembly) on this page; nothing is sent anywhere."</p>
+        </footer>
+    }
+}
+
+/// The errors for one field path, as display text.
+fn field_errors(errors: &[FieldError], path: &str) -> Option<String> {
+    let msgs: Vec<String> = errors
+        .iter()
+        .filter(|e| e.field == path)
+        .map(|e| {
+            if e.value.is_empty() {
+                e.message.clone()
+            } else {
+                format!("{} — {}", e.value, e.message)
+            }
+        })
+        .collect();
+    (!msgs.is_empty()).then(|| msgs.join("; "))
+}
+
+/// Paths that have a field of their own on the page.
+fn has_field(path: &str) -> bool {
+    path == "model.preset"
+        || path == "hardware.gpu"
+        || path == "hardware.gpu_memory_gb"
+        || SECTIONS
+            .iter()
+            .any(|(_, fs)| fs.iter().any(|f| f.path == path))
+}
+
+#[component]
+fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -> impl IntoView {
+    let path = spec.path;
+    let id = dom_id(path);
+    let err_id = format!("{id}-error");
+    let help_id = format!("{id}-help");
+    let error = Memo::new(move |_| errors.with(|e| field_errors(e, path)));
+    let visible = move || match spec.engines {
+        None => true,
+        Some(list) => doc.with(|d| list.contains(&doc::engine_type(d).as_str())),
+    };
+    let initial = doc.with_untracked(|d| doc::get(d, path).cloned());
+    let described = format!("{help_id} {err_id}");
+    let control = match spec.kind {
+        Kind::Number => {
+            let text = doc::text_of(initial.as_ref());
+            view! {
+                <input id=id.clone() type="text" inputmode="decimal" autocomplete="off" value=text
+                    aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
+                    aria-describedby=described.clone()
+                    on:input=move |ev| {
+                        let v = doc::value_of(&event_target_value(&ev), spec.optional);
+                        doc.update(|d| doc::set(d, path, v));
+                    } />
+            }
+            .into_any()
+        }
+        Kind::Check => {
+            let checked = initial.as_ref().and_then(|v| v.as_bool()).unwrap_or(false);
+            view! {
+                <input id=id.clone() type="checkbox" prop:checked=checked aria-describedby=described.clone()
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        doc.update(|d| doc::set(d, path, Some(json!(on))));
+                    } />
+            }
+            .into_any()
+        }
+        Kind::Select(options) => {
+            let current = initial.map(|v| v.to_string()).unwrap_or_default();
+            view! {
+                <select id=id.clone() aria-describedby=described.clone()
+                    aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
+                    on:change=move |ev| {
+                        let raw = event_target_value(&ev);
+                        let v: Value = serde_json::from_str(&raw).unwrap_or(Value::String(raw));
+                        doc.update(|d| {
+                            if path == "engine.type" {
+                                // a new engine starts from its own defaults
+                                doc::set(d, "engine", Some(json!({ "type": v })));
+                            } else {
+                                doc::set(d, path, Some(v));
+                            }
+                        });
+                    }>
+                    {options
+                        .iter()
+                        .map(|(value, label)| {
+                            let selected = *value == current;
+                            view! { <option value=*value selected=selected>{*label}</option> }
+                        })
+                        .collect_view()}
+                </select>
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <div class="field" class:invalid=move || error.with(|e| e.is_some()) style:display=move || if visible() { "" } else { "none" }>
+            <label for=id.clone()>
+                {spec.label}
+                {(!spec.unit.is_empty()).then(|| view! { <span class="unit">{format!(" ({})", spec.unit)}</span> })}
+            </label>
+            {control}
+            <small id=help_id class="help">{spec.help}</small>
+            <p id=err_id class="field-error" class:hidden=move || error.with(|e| e.is_none())>
+                {move || error.get().unwrap_or_default()}
+            </p>
+        </div>
+    }
+}
+
+#[component]
+fn ModelPicker(
+    doc: RwSignal<Value>,
+    last_good: Memo<Option<Estimate>>,
+    errors: Memo<Vec<FieldError>>,
+) -> impl IntoView {
+    let current = doc.with_untracked(|d| {
+        doc::get(d, "model.preset")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    });
+    let error = Memo::new(move |_| {
+        errors.with(|e| {
+            let msgs: Vec<String> = e
+                .iter()
+                .filter(|x| x.field == "model" || x.field.starts_with("model."))
+                .map(|x| x.to_string())
+                .collect();
+            (!msgs.is_empty()).then(|| msgs.join("; "))
+        })
+    });
+    view! {
+        <fieldset class="group">
+            <legend>"Model"</legend>
+            <div class="field">
+                <label for="model-preset">"Model preset"</label>
+                <select id="model-preset" aria-describedby="model-preset-help model-preset-error"
+                    on:change=move |ev| {
+                        let id = event_target_value(&ev);
+                        doc.update(|d| doc::set(d, "model", Some(json!({ "preset": id }))));
+                    }>
+                    {(current.is_empty()).then(|| view! { <option value="" selected=true>"(custom model)"</option> })}
+                    {presets::model_presets()
+                        .iter()
+                        .map(|p| {
+                            let selected = p.id == current;
+                            view! { <option value=p.id.clone() selected=selected>{format!("{} ({})", p.name, short_count(&p.published_params))}</option> }
+                        })
+                        .collect_view()}
+                </select>
+                <small id="model-preset-help" class="help">"Architectures from the models' Hugging Face config.json files."</small>
+                <p id="model-preset-error" class="field-error" class:hidden=move || error.with(|e| e.is_none())>{move || error.get().unwrap_or_default()}</p>
+            </div>
+            <p id="model-info" class="model-info">
+                {move || last_good.with(|e| e.as_ref().map(|e| {
+                    let m = &e.model;
+                    let mut s = format!(
+                        "{}: {} parameters, {} layers, hidden {}, {} heads / {} KV heads, vocab {}",
+                        m.name, fmt_count(e.params.total), m.num_hidden_layers, m.hidden_size,
+                        m.num_attention_heads, m.num_key_value_heads, m.vocab_size
+                    );
+                    if let Some(moe) = &m.moe {
+                        s.push_str(&format!(", {} experts (top-{}), {} active", moe.num_experts, moe.num_experts_per_tok, fmt_count(e.params.active_per_token)));
+                    }
+                    s
+                }).unwrap_or_default())}
+            </p>
+        </fieldset>
+    }
+}
+
+/// "7B (model card / Llama 2 paper)" -> "7B".
+fn short_count(published: &str) -> String {
+    published
+        .split([' ', ';'])
+        .next()
+        .unwrap_or(published)
+        .to_string()
+}
+
+#[component]
+fn GpuPicker(doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -> impl IntoView {
+    let current = doc.with_untracked(|d| {
+        doc::get(d, "hardware.gpu")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    });
+    let mem_text = doc.with_untracked(|d| doc::text_of(doc::get(d, "hardware.gpu_memory_gb")));
+    let gpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu")));
+    let mem_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu_memory_gb")));
+    view! {
+        <fieldset class="group">
+            <legend>"Hardware"</legend>
+            <div class="field">
+                <label for="hardware-gpu">"GPU"</label>
+                <select id="hardware-gpu" aria-describedby="hardware-gpu-error"
+                    on:change=move |ev| {
+                        let id = event_target_value(&ev);
+                        doc.update(|d| doc::set(d, "hardware.gpu", if id.is_empty() { None } else { Some(json!(id)) }));
+                    }>
+                    {presets::gpu_presets()
+                        .iter()
+                        .map(|g| {
+                            let selected = g.id == current;
+                            view! { <option value=g.id.clone() selected=selected>{format!("{} ({})", g.name, fmt_gib(g.memory_bytes))}</option> }
+                        })
+                        .collect_view()}
+                    <option value="" selected=current.is_empty()>"Custom size"</option>
+                </select>
+                <p id="hardware-gpu-error" class="field-error" class:hidden=move || gpu_error.with(|e| e.is_none())>{move || gpu_error.get().unwrap_or_default()}</p>
+            </div>
+            <div class="field" class:invalid=move || mem_error.with(|e| e.is_some())>
+                <label for="hardware-gpu_memory_gb">"GPU memory" <span class="unit">" (GB, or e.g. 80GiB)"</span></label>
+                <input id="hardware-gpu_memory_gb" type="text" inputmode="decimal" value=mem_text placeholder="preset size"
+                    aria-invalid=move || if mem_error.with(|e| e.is_some()) { "true" } else { "false" }
+                    aria-describedby="hardware-gpu_memory_gb-help hardware-gpu_memory_gb-error"
+                    on:input=move |ev| {
+                        let v = doc::value_of(&event_target_value(&ev), true);
+                        doc.update(|d| doc::set(d, "hardware.gpu_memory_gb", v));
+                    } />
+                <small id="hardware-gpu_memory_gb-help" class="help">"Overrides the preset's capacity. A number is GB (10^9 bytes)."</small>
+                <p id="hardware-gpu_memory_gb-error" class="field-error" class:hidden=move || mem_error.with(|e| e.is_none())>{move || mem_error.get().unwrap_or_default()}</p>
+            </div>
+        </fieldset>
+    }
+}
+
+#[component]
+fn Verdict(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoView {
+    view! {
+        <div id="verdict" class="verdict" class:fits=move || last_good.with(|e| e.as_ref().is_some_and(|e| e.fits))
+            class:nofit=move || last_good.with(|e| e.as_ref().is_some_and(|e| !e.fits))>
+            {move || last_good.with(|e| match e {
+                None => "Enter a valid configuration.".to_string(),
+                Some(e) if e.fits => format!(
+                    "Fits: {} of {} per GPU ({:.0} %), {} free",
+                    fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), 100.0 * e.utilization, fmt_gib(e.headroom_bytes as u64)
+                ),
+                Some(e) => format!(
+                    "Does not fit: needs {} per GPU, {} more than the {} available",
+                    fmt_gib(e.total_bytes), fmt_gib(e.headroom_bytes.unsigned_abs()), fmt_gib(e.gpu_memory_bytes)
+                ),
+            })}
+            <span class="stale-note" class:hidden=move || !stale.get()>" (last valid result: fix the highlighted fields)"</span>
+        </div>
+    }
+}
+
+#[component]
+fn GeneralErrors(errors: Memo<Vec<FieldError>>) -> impl IntoView {
+    let others = Memo::new(move |_| {
+        errors.with(|e| {
+            e.iter()
+                .filter(|x| !has_field(&x.field) && !x.field.starts_with("model"))
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+        })
+    });
+    view! {
+        <ul id="general-errors" class="general-errors" class:hidden=move || others.with(|o| o.is_empty())>
+            {move || others.get().into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}
+        </ul>
+    }
+}
+
+#[component]
+fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
+    view! {
+        <table id="breakdown" class="breakdown">
+            <caption>{move || last_good.with(|e| e.as_ref().map(|e| format!(
+                "Most loaded GPU ({}), peak during the {} phase",
+                e.most_loaded, e.peak_phase.replace('_', " ")
+            )).unwrap_or_default())}</caption>
+            <thead><tr><th scope="col">"Component"</th><th scope="col" class="num">"GiB"</th><th scope="col" class="num">"% of GPU"</th></tr></thead>
+            <tbody>
+                {move || last_good.with(|e| {
+                    let Some(e) = e else { return Vec::new() };
+                    let pct = |b: u64| format!("{:.1}", 100.0 * b as f64 / e.gpu_memory_bytes.max(1) as f64);
+                    let gib = |b: u64| format!("{:.2}", b as f64 / calc_core::units::GIB as f64);
+                    let mut rows = Vec::new();
+                    for name in COMPONENTS {
+                        let b = e.components[*name];
+                        if b > 0 {
+                            let color = chart::css_color(name);
+                            rows.push(view! {
+                                <tr data-component=*name>
+                                    <td><span class="swatch" style=format!("background:{color}")></span>{name.replace('_', " ")}</td>
+                                    <td class="num">{gib(b)}</td><td class="num">{pct(b)}</td>
+                                </tr>
+                            }.into_any());
+                        }
+                    }
+                    rows.push(view! { <tr class="sum"><td>"Peak allocated"</td><td class="num" id="peak-gib">{gib(e.peak_allocated_bytes)}</td><td class="num">{pct(e.peak_allocated_bytes)}</td></tr> }.into_any());
+                    for name in OVERHEADS {
+                        let b = e.overheads[*name];
+                        if b > 0 {
+                            rows.push(view! { <tr class="overhead"><td>{format!("+ {}", name.replace('_', " "))}</td><td class="num">{gib(b)}</td><td class="num">{pct(b)}</td></tr> }.into_any());
+                        }
+                    }
+                    rows.push(view! { <tr class="sum"><td>"Total"</td><td class="num" id="total-gib">{gib(e.total_bytes)}</td><td class="num">{pct(e.total_bytes)}</td></tr> }.into_any());
+                    rows.push(view! { <tr><td>"GPU memory"</td><td class="num">{gib(e.gpu_memory_bytes)}</td><td class="num">"100.0"</td></tr> }.into_any());
+                    rows
+                })}
+            </tbody>
+        </table>
+        <ul class="warnings">
+            {move || last_good.with(|e| e.as_ref().map(|e| e.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()))}
+        </ul>
+    }
+}
+
+/// Saves `text` as a file through a Blob download.
+fn download(name: &str, text: &str) -> Result<(), String> {
+    let err = |e: JsValue| format!("{e:?}");
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("application/json");
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(err)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(err)?;
+    let a: web_sys::HtmlAnchorElement = document()
+        .create_element("a")
+        .map_err(err)?
+        .dyn_into()
+        .map_err(|_| "not an anchor".to_string())?;
+    a.set_href(&url);
+    a.set_download(name);
+    a.click();
+    web_sys::Url::revoke_object_url(&url).map_err(err)?;
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! Optimizers: state bytes per parameter, one table row each.
 //!
-//! Adding an optimizer is adding one row to [`OPTIMIZERS`] and one enum variant.
+//! Adding an optimizer is adding one row to [`OPTIMIZERS`]: the JSON name, the UI label
+//! and the memory facts all come from the row.
 //! `states` counts tensors of the parameter's shape kept between steps; their dtype is
 //! the regime's optimizer-state dtype (fp32 with master weights, bf16 in pure bf16), unless
 //! the row fixes a quantized width. Adafactor's factored second moment is computed from the
@@ -8,36 +9,37 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The `training.optimizer` value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Optimizer {
-    Sgd,
-    SgdMomentum,
-    Nesterov,
-    Adagrad,
-    Rmsprop,
-    Adam,
-    #[default]
-    Adamw,
-    Amsgrad,
-    Nadam,
-    Radam,
-    Adamax,
-    Adadelta,
-    Adabelief,
-    Lamb,
-    Lion,
-    Adafactor,
-    Sophia,
-    #[serde(rename = "adamw_8bit")]
-    Adamw8bit,
-    #[serde(rename = "paged_adamw_8bit")]
-    PagedAdamw8bit,
-    #[serde(rename = "adamw_4bit")]
-    Adamw4bit,
-    #[serde(rename = "lion_8bit")]
-    Lion8bit,
+/// The `training.optimizer` value: a row of [`OPTIMIZERS`], written in JSON by its name
+/// (`"adamw"`). Unknown names are rejected with the list of known ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Optimizer(usize);
+
+impl Default for Optimizer {
+    fn default() -> Self {
+        Optimizer::named("adamw").expect("adamw is in the table")
+    }
+}
+
+impl Serialize for Optimizer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Optimizer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Optimizer::named(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown optimizer {name:?}; expected one of {}",
+                OPTIMIZERS
+                    .iter()
+                    .map(|r| r.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+    }
 }
 
 /// How an optimizer's state is laid out.
@@ -63,70 +65,79 @@ pub enum StateLayout {
 /// One optimizer's row.
 #[derive(Debug, Clone, Copy)]
 pub struct OptimizerInfo {
-    pub optimizer: Optimizer,
     /// The JSON name.
     pub name: &'static str,
+    /// Display name.
+    pub label: &'static str,
     pub layout: StateLayout,
     /// Full-size temporaries the multi-tensor (`foreach`) step allocates at once over all
     /// parameters, in state dtype (PyTorch `_multi_tensor_*`: e.g. AdamW's
     /// `exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)`).
     pub foreach_temporaries: u32,
+    /// DeepSpeed / Megatron / apex ship a fused multi-tensor kernel for it (FusedAdam,
+    /// FusedLamb, FusedSGD): no temporaries under those engines.
+    pub fused_kernel: bool,
     /// Where the state sizes come from.
     pub source: &'static str,
 }
 
 const fn row(
-    optimizer: Optimizer,
     name: &'static str,
+    label: &'static str,
     layout: StateLayout,
     foreach_temporaries: u32,
+    fused_kernel: bool,
     source: &'static str,
 ) -> OptimizerInfo {
     OptimizerInfo {
-        optimizer,
         name,
+        label,
         layout,
         foreach_temporaries,
+        fused_kernel,
         source,
     }
 }
 
-use Optimizer as O;
 use StateLayout::{Factored, Full, Quantized};
 
 /// The optimizer table.
 #[rustfmt::skip]
 pub const OPTIMIZERS: &[OptimizerInfo] = &[
-    row(O::Sgd,            "sgd",              Full(0), 0, "torch.optim.SGD, momentum=0: no state"),
-    row(O::SgdMomentum,    "sgd_momentum",     Full(1), 0, "torch.optim.SGD(momentum>0): momentum_buffer"),
-    row(O::Nesterov,       "nesterov",         Full(1), 1, "torch.optim.SGD(nesterov=True): momentum_buffer; foreach adds grads + momentum x buf into a new list"),
-    row(O::Adagrad,        "adagrad",          Full(1), 1, "torch.optim.Adagrad: sum; foreach std = sqrt(sum) + eps"),
-    row(O::Rmsprop,        "rmsprop",          Full(1), 1, "torch.optim.RMSprop: square_avg (momentum_buffer / grad_avg only if enabled); foreach avg = sqrt(square_avg)"),
-    row(O::Adam,           "adam",             Full(2), 1, "torch.optim.Adam: exp_avg, exp_avg_sq (Kingma & Ba 2015); foreach exp_avg_sq_sqrt"),
-    row(O::Adamw,          "adamw",            Full(2), 1, "torch.optim.AdamW: exp_avg, exp_avg_sq (Loshchilov & Hutter 2019); foreach exp_avg_sq_sqrt"),
-    row(O::Amsgrad,        "amsgrad",          Full(3), 1, "torch.optim.AdamW(amsgrad=True): exp_avg, exp_avg_sq, max_exp_avg_sq"),
-    row(O::Nadam,          "nadam",            Full(2), 2, "torch.optim.NAdam: exp_avg, exp_avg_sq (+ scalar mu_product); foreach exp_avg_sq_sqrt and a grad copy"),
-    row(O::Radam,          "radam",            Full(2), 1, "torch.optim.RAdam: exp_avg, exp_avg_sq"),
-    row(O::Adamax,         "adamax",           Full(2), 1, "torch.optim.Adamax: exp_avg, exp_inf"),
-    row(O::Adadelta,       "adadelta",         Full(2), 2, "torch.optim.Adadelta: square_avg, acc_delta"),
-    row(O::Adabelief,      "adabelief",        Full(2), 1, "AdaBelief (Zhuang et al. 2020, adabelief-pytorch): exp_avg, exp_avg_var"),
-    row(O::Lamb,           "lamb",             Full(2), 1, "LAMB (You et al. 2020; apex FusedLAMB): exp_avg, exp_avg_sq"),
-    row(O::Lion,           "lion",             Full(1), 1, "Lion (Chen et al. 2023, lion-pytorch): exp_avg"),
-    row(O::Adafactor,      "adafactor",        Factored { momentum: 0 }, 0, "Adafactor (Shazeer & Stern 2018; transformers.optimization.Adafactor, beta1=None): exp_avg_sq_row + exp_avg_sq_col per matrix, exp_avg_sq per vector"),
-    row(O::Sophia,         "sophia",           Full(2), 1, "Sophia (Liu et al. 2023, SophiaG): exp_avg, hessian"),
-    row(O::Adamw8bit,      "adamw_8bit",       Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, "bitsandbytes AdamW8bit: two 8-bit states, blockwise absmax (fp32) per 256 elements; tensors < 4096 elements keep fp32 states (min_8bit_size)"),
-    row(O::PagedAdamw8bit, "paged_adamw_8bit", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, "bitsandbytes PagedAdamW8bit: as AdamW8bit, in CUDA unified (pageable) memory"),
-    row(O::Adamw4bit,      "adamw_4bit",       Quantized { states: 2, bits: 4, block: 128, min_numel: 4096 }, 0, "torchao AdamW4bit: two 4-bit states, one scale per 128 elements; small tensors in fp32"),
-    row(O::Lion8bit,       "lion_8bit",        Quantized { states: 1, bits: 8, block: 256, min_numel: 4096 }, 0, "bitsandbytes Lion8bit: one 8-bit state, blockwise absmax per 256"),
+    row("sgd", "SGD", Full(0), 0, true, "torch.optim.SGD, momentum=0: no state"),
+    row("sgd_momentum", "SGD + momentum", Full(1), 0, true, "torch.optim.SGD(momentum>0): momentum_buffer"),
+    row("nesterov", "SGD Nesterov", Full(1), 1, true, "torch.optim.SGD(nesterov=True): momentum_buffer; foreach adds grads + momentum x buf into a new list"),
+    row("adagrad", "Adagrad", Full(1), 1, false, "torch.optim.Adagrad: sum; foreach std = sqrt(sum) + eps"),
+    row("rmsprop", "RMSprop", Full(1), 1, false, "torch.optim.RMSprop: square_avg (momentum_buffer / grad_avg only if enabled); foreach avg = sqrt(square_avg)"),
+    row("adam", "Adam", Full(2), 1, true, "torch.optim.Adam: exp_avg, exp_avg_sq (Kingma & Ba 2015); foreach exp_avg_sq_sqrt"),
+    row("adamw", "AdamW", Full(2), 1, true, "torch.optim.AdamW: exp_avg, exp_avg_sq (Loshchilov & Hutter 2019); foreach exp_avg_sq_sqrt"),
+    row("amsgrad", "AMSGrad", Full(3), 1, false, "torch.optim.AdamW(amsgrad=True): exp_avg, exp_avg_sq, max_exp_avg_sq"),
+    row("nadam", "NAdam", Full(2), 2, false, "torch.optim.NAdam: exp_avg, exp_avg_sq (+ scalar mu_product); foreach exp_avg_sq_sqrt and a grad copy"),
+    row("radam", "RAdam", Full(2), 1, false, "torch.optim.RAdam: exp_avg, exp_avg_sq"),
+    row("adamax", "Adamax", Full(2), 1, false, "torch.optim.Adamax: exp_avg, exp_inf"),
+    row("adadelta", "Adadelta", Full(2), 2, false, "torch.optim.Adadelta: square_avg, acc_delta"),
+    row("adabelief", "AdaBelief", Full(2), 1, false, "AdaBelief (Zhuang et al. 2020, adabelief-pytorch): exp_avg, exp_avg_var"),
+    row("lamb", "LAMB", Full(2), 1, true, "LAMB (You et al. 2020; apex FusedLAMB): exp_avg, exp_avg_sq"),
+    row("lion", "Lion", Full(1), 1, false, "Lion (Chen et al. 2023, lion-pytorch): exp_avg"),
+    row("adafactor", "Adafactor", Factored { momentum: 0 }, 0, false, "Adafactor (Shazeer & Stern 2018; transformers.optimization.Adafactor, beta1=None): exp_avg_sq_row + exp_avg_sq_col per matrix, exp_avg_sq per vector"),
+    row("sophia", "Sophia", Full(2), 1, false, "Sophia (Liu et al. 2023, SophiaG): exp_avg, hessian"),
+    row("adamw_8bit", "AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes AdamW8bit: two 8-bit states, blockwise absmax (fp32) per 256 elements; tensors < 4096 elements keep fp32 states (min_8bit_size)"),
+    row("paged_adamw_8bit", "Paged AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes PagedAdamW8bit: as AdamW8bit, in CUDA unified (pageable) memory"),
+    row("adamw_4bit", "AdamW 4-bit (torchao)", Quantized { states: 2, bits: 4, block: 128, min_numel: 4096 }, 0, false, "torchao AdamW4bit: two 4-bit states, one scale per 128 elements; small tensors in fp32"),
+    row("lion_8bit", "Lion 8-bit (bitsandbytes)", Quantized { states: 1, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes Lion8bit: one 8-bit state, blockwise absmax per 256"),
 ];
 
 impl Optimizer {
-    /// This optimizer's table row.
-    pub fn info(self) -> &'static OptimizerInfo {
+    /// The optimizer with this JSON name.
+    pub fn named(name: &str) -> Option<Optimizer> {
         OPTIMIZERS
             .iter()
-            .find(|r| r.optimizer == self)
-            .unwrap_or(&OPTIMIZERS[6])
+            .position(|r| r.name == name)
+            .map(Optimizer)
+    }
+    /// This optimizer's table row.
+    pub fn info(self) -> &'static OptimizerInfo {
+        &OPTIMIZERS[self.0]
     }
     /// The JSON name.
     pub fn name(self) -> &'static str {
@@ -134,7 +145,7 @@ impl Optimizer {
     }
     /// Every optimizer, in table order.
     pub fn all() -> impl Iterator<Item = Optimizer> {
-        OPTIMIZERS.iter().map(|r| r.optimizer)
+        (0..OPTIMIZERS.len()).map(Optimizer)
     }
 }
 
@@ -177,38 +188,67 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), OPTIMIZERS.len());
-        for r in OPTIMIZERS {
+        for o in Optimizer::all() {
             // the JSON name round-trips through serde
-            let v: Optimizer = serde_json::from_str(&format!("\"{}\"", r.name)).unwrap();
-            assert_eq!(v, r.optimizer);
+            let v: Optimizer = serde_json::from_str(&format!("\"{}\"", o.name())).unwrap();
+            assert_eq!(v, o);
         }
+        let e = serde_json::from_str::<Optimizer>("\"adamw_9bit\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("adamw_8bit"), "{e}");
     }
 
     #[test]
     fn state_bytes() {
         // AdamW fp32 states: 2 x 4 B = 8 B per element
         assert_eq!(
-            state_bytes_for_tensor(Optimizer::Adamw.info().layout, 4096, 4096, 4),
+            state_bytes_for_tensor(
+                Optimizer::named("adamw").unwrap().info().layout,
+                4096,
+                4096,
+                4
+            ),
             8 * 4096 * 4096
         );
         // Adafactor: 4096 x 11008 matrix keeps 4096 + 11008 fp32 values
         assert_eq!(
-            state_bytes_for_tensor(Optimizer::Adafactor.info().layout, 4096, 11008, 4),
+            state_bytes_for_tensor(
+                Optimizer::named("adafactor").unwrap().info().layout,
+                4096,
+                11008,
+                4
+            ),
             (4096 + 11008) * 4
         );
         // Adafactor on a vector keeps it whole
         assert_eq!(
-            state_bytes_for_tensor(Optimizer::Adafactor.info().layout, 4096, 1, 4),
+            state_bytes_for_tensor(
+                Optimizer::named("adafactor").unwrap().info().layout,
+                4096,
+                1,
+                4
+            ),
             4096 * 4
         );
         // 8-bit AdamW on 4096 x 4096: 2 x 16 777 216 B + 2 x 65 536 absmax x 4 B
         assert_eq!(
-            state_bytes_for_tensor(Optimizer::Adamw8bit.info().layout, 4096, 4096, 4),
+            state_bytes_for_tensor(
+                Optimizer::named("adamw_8bit").unwrap().info().layout,
+                4096,
+                4096,
+                4
+            ),
             2 * 16_777_216 + 2 * 65_536 * 4
         );
         // ...and a 4096-vector is under min_8bit_size? no: exactly 4096 is quantized
         assert_eq!(
-            state_bytes_for_tensor(Optimizer::Adamw8bit.info().layout, 4095, 1, 4),
+            state_bytes_for_tensor(
+                Optimizer::named("adamw_8bit").unwrap().info().layout,
+                4095,
+                1,
+                4
+            ),
             2 * 4095 * 4
         );
     }

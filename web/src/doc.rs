@@ -74,6 +74,8 @@ pub enum Kind {
     Select(&'static [(&'static str, &'static str)]),
     /// true / false.
     Check,
+    /// A row of calc-core's optimizer table.
+    Optimizer,
 }
 
 /// Which engines a field applies to (`None` = all).
@@ -188,7 +190,7 @@ pub const SECTIONS: &[(&str, &[FieldSpec])] = &[
                 label: "Optimizer",
                 unit: "",
                 help: "Optimizer states per parameter follow the optimizer (AdamW: 2 states).",
-                kind: Kind::Select(crate::OPTIMIZER_OPTIONS),
+                kind: Kind::Optimizer,
                 optional: false,
                 engines: None,
             },

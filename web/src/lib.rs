@@ -20,31 +20,6 @@ use wasm_bindgen::{JsCast, JsValue};
 /// localStorage key of the saved config document.
 pub const STORAGE_KEY: &str = "gpu-mem-calc.config.v1";
 
-/// Optimizer choices (JSON literal, label), from the core's optimizer table.
-pub const OPTIMIZER_OPTIONS: &[(&str, &str)] = &[
-    ("\"adamw\"", "AdamW"),
-    ("\"adam\"", "Adam"),
-    ("\"adamw_8bit\"", "AdamW 8-bit (bitsandbytes)"),
-    ("\"paged_adamw_8bit\"", "Paged AdamW 8-bit"),
-    ("\"adamw_4bit\"", "AdamW 4-bit (torchao)"),
-    ("\"adafactor\"", "Adafactor"),
-    ("\"lion\"", "Lion"),
-    ("\"lion_8bit\"", "Lion 8-bit"),
-    ("\"sgd\"", "SGD"),
-    ("\"sgd_momentum\"", "SGD + momentum"),
-    ("\"nesterov\"", "SGD Nesterov"),
-    ("\"amsgrad\"", "AMSGrad"),
-    ("\"nadam\"", "NAdam"),
-    ("\"radam\"", "RAdam"),
-    ("\"adamax\"", "Adamax"),
-    ("\"adadelta\"", "Adadelta"),
-    ("\"adagrad\"", "Adagrad"),
-    ("\"rmsprop\"", "RMSprop"),
-    ("\"adabelief\"", "AdaBelief"),
-    ("\"lamb\"", "LAMB"),
-    ("\"sophia\"", "Sophia"),
-];
-
 /// The document a first visit starts from.
 pub fn default_doc() -> Value {
     json!({
@@ -240,7 +215,17 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
             }
             .into_any()
         }
-        Kind::Select(options) => {
+        Kind::Select(_) | Kind::Optimizer => {
+            let options: Vec<(String, String)> = match spec.kind {
+                Kind::Select(o) => o
+                    .iter()
+                    .map(|(v, l)| (v.to_string(), l.to_string()))
+                    .collect(),
+                _ => calc_core::optimizer::OPTIMIZERS
+                    .iter()
+                    .map(|r| (format!("{:?}", r.name), r.label.to_string()))
+                    .collect(),
+            };
             let current = initial.map(|v| v.to_string()).unwrap_or_default();
             view! {
                 <select id=id.clone() aria-describedby=described.clone()
@@ -258,10 +243,10 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
                         });
                     }>
                     {options
-                        .iter()
+                        .into_iter()
                         .map(|(value, label)| {
-                            let selected = *value == current;
-                            view! { <option value=*value selected=selected>{*label}</option> }
+                            let selected = value == current;
+                            view! { <option value=value selected=selected>{label}</option> }
                         })
                         .collect_view()}
                 </select>

@@ -12,6 +12,21 @@ use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Writes a line to stdout; a closed pipe (`... | head`) ends the program quietly.
+fn emit(line: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = writeln!(o, "{line}")
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
+macro_rules! out {
+    ($($t:tt)*) => { emit(&format!($($t)*)) };
+}
+
 #[derive(Parser)]
 #[command(
     name = "gpu-mem-calc",
@@ -195,7 +210,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             let doc = read_json(&file, "config")?;
             let cfg = Config::from_value(doc)?;
             calc_core::validate(&cfg)?;
-            println!(
+            out!(
                 "{}: valid (schema_version {})",
                 file.display(),
                 cfg.schema_version
@@ -213,7 +228,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             };
             let counts = calc_core::param_counts(&spec)?;
             if json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(&counts).unwrap_or_default()
                 );
@@ -251,7 +266,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
                         right(fmt_count(c.active_per_token)),
                     ]);
                 }
-                println!("{t}");
+                out!("{t}");
             }
         }
     }
@@ -271,18 +286,26 @@ fn right(s: String) -> Cell {
 
 fn print_estimate(e: &Estimate, json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
+        out!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
         return;
     }
     let l = &e.layout;
-    println!(
-        "{} ({} parameters) on {} x {}",
+    let active = if e.params.active_per_token != e.params.total {
+        format!(
+            ", {} active per token",
+            fmt_count(e.params.active_per_token)
+        )
+    } else {
+        String::new()
+    };
+    out!(
+        "{} ({} parameters{active}) on {} x {}",
         e.model.name,
         fmt_count(e.params.total),
         l.num_gpus,
         e.gpu.name
     );
-    println!(
+    out!(
         "layout: DP {} x TP {} x PP {} x CP {}{}; most loaded: {}; peak in {}",
         l.data_parallel_size,
         l.tensor_parallel_size,
@@ -334,28 +357,49 @@ fn print_estimate(e: &Estimate, json: bool) {
         right(gib(e.gpu_memory_bytes)),
         right("100.0".into()),
     ]);
-    println!("{t}");
+    out!("{t}");
     if e.fits {
-        println!(
+        out!(
             "fits: yes, {} free ({:.1} % used)",
             fmt_gib(e.headroom_bytes as u64),
             100.0 * e.utilization
         );
     } else {
-        println!(
+        out!(
             "fits: NO, {} short ({:.1} % of the GPU)",
             fmt_gib(e.headroom_bytes.unsigned_abs()),
             100.0 * e.utilization
         );
     }
     if e.cpu_memory_bytes > 0 {
-        println!(
+        out!(
             "CPU memory per node for offloaded states: {}",
             fmt_gib(e.cpu_memory_bytes)
         );
     }
+    if e.nvme_bytes > 0 {
+        out!(
+            "NVMe space per node for offloaded states: {}",
+            fmt_gib(e.nvme_bytes)
+        );
+    }
+    if e.stages.len() > 1 {
+        let stages: Vec<String> = e
+            .stages
+            .iter()
+            .map(|s| {
+                format!(
+                    "stage {}: {} layers, {} peak",
+                    s.stage,
+                    s.layers,
+                    fmt_gib(s.peak_allocated_bytes)
+                )
+            })
+            .collect();
+        out!("pipeline stages: {}", stages.join("; "));
+    }
     for w in &e.warnings {
-        println!("warning: {w}");
+        out!("warning: {w}");
     }
 }
 
@@ -363,7 +407,7 @@ fn print_presets(json: bool) {
     if json {
         let examples: Vec<_> = presets::example_configs().iter().map(|(f, _)| f).collect();
         let v = json!({"models": presets::model_presets(), "gpus": presets::gpu_presets(), "examples": examples});
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        out!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }
     let mut t = table(&["model preset", "parameters", "published"]);
@@ -377,7 +421,7 @@ fn print_presets(json: bool) {
             Cell::new(&p.published_params),
         ]);
     }
-    println!("{t}");
+    out!("{t}");
     let mut t = table(&["GPU preset", "name", "memory"]);
     for g in presets::gpu_presets() {
         t.add_row(vec![
@@ -386,8 +430,8 @@ fn print_presets(json: bool) {
             right(fmt_gib(g.memory_bytes)),
         ]);
     }
-    println!("{t}");
-    println!(
+    out!("{t}");
+    out!(
         "example configs (presets/examples): {}",
         presets::example_configs()
             .iter()

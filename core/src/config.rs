@@ -298,6 +298,21 @@ pub struct Parallelism {
         skip_serializing_if = "Option::is_none"
     )]
     pub virtual_pipeline_parallel_size: Option<u64>,
+    /// Layers on the first pipeline stage, for an uneven split (Megatron
+    /// `--decoder-first-pipeline-num-layers`). Default: an even split.
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub first_pipeline_stage_layers: Option<u64>,
+    /// Layers on the last pipeline stage (Megatron `--decoder-last-pipeline-num-layers`).
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_pipeline_stage_layers: Option<u64>,
 }
 
 impl Default for Parallelism {
@@ -310,6 +325,8 @@ impl Default for Parallelism {
             context_parallel_size: 1,
             expert_parallel_size: 1,
             virtual_pipeline_parallel_size: None,
+            first_pipeline_stage_layers: None,
+            last_pipeline_stage_layers: None,
         }
     }
 }

@@ -72,6 +72,20 @@ pub struct ComponentDetail {
     pub source: String,
 }
 
+/// One evaluated pipeline stage (a GPU of it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageEstimate {
+    /// Pipeline stage index (0 = first).
+    pub stage: u64,
+    /// Decoder layers on the stage.
+    pub layers: u64,
+    /// Parameters held by a GPU of the stage before data-parallel sharding.
+    pub params_on_gpu: u64,
+    /// Its highest allocation and the phase where it occurs.
+    pub peak_allocated_bytes: u64,
+    pub peak_phase: String,
+}
+
 /// The result of [`estimate`]. All sizes in bytes, for the most loaded GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
@@ -88,6 +102,8 @@ pub struct Estimate {
     /// Parameters held by the most loaded GPU before data-parallel sharding
     /// (after tensor, pipeline and expert parallelism).
     pub params_on_gpu: u64,
+    /// The pipeline stages evaluated (first, second, last), the most loaded among them.
+    pub stages: Vec<StageEstimate>,
     /// Bytes per component at the peak phase (all of [`COMPONENTS`]).
     pub components: IndexMap<String, u64>,
     /// Every phase.
@@ -110,6 +126,8 @@ pub struct Estimate {
     pub headroom_bytes: i64,
     /// CPU memory per node for offloaded states (DeepSpeed offload, FSDP CPU offload); 0 without.
     pub cpu_memory_bytes: u64,
+    /// NVMe space per node for states offloaded to NVMe (ZeRO-Infinity); 0 without.
+    pub nvme_bytes: u64,
     /// Formula and source of each component at the peak, and of each overhead.
     pub details: Vec<ComponentDetail>,
     /// Notes on the input (e.g. sequence longer than the model's context).
@@ -215,16 +233,19 @@ fn rank_tensors(g: &ParamGroup, tp: u64) -> Vec<(u64, u64)> {
     }
 }
 
+/// The candidate most loaded stages: the first (embedding, most in-flight micro-batches),
+/// the second (the fullest middle stage) and the last (final norm, LM head, loss).
 fn stages(r: &Resolved) -> Vec<Stage> {
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
-    let per = r.arch.num_hidden_layers / pp;
     let ga = r.config.training.gradient_accumulation_steps;
-    let candidates: Vec<u64> = if pp == 1 { vec![0] } else { vec![0, pp - 1] };
+    let mut candidates: Vec<u64> = vec![0, 1.min(pp - 1), pp - 1];
+    candidates.dedup();
     candidates
         .into_iter()
         .map(|s| {
-            let moe_layers = (s * per..(s + 1) * per)
+            let (start, end) = l.stage_layers.range(s, pp);
+            let moe_layers = (start..end)
                 .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
                 .count() as u64;
             // 1F1B: stage s holds min(pp - s, micro-batches) micro-batches; the interleaved
@@ -240,7 +261,7 @@ fn stages(r: &Resolved) -> Vec<Stage> {
             };
             Stage {
                 index: s,
-                dense_layers: per - moe_layers,
+                dense_layers: end - start - moe_layers,
                 moe_layers,
                 has_embedding: s == 0,
                 has_head: s == pp - 1,
@@ -354,6 +375,7 @@ struct States {
     /// Gradient memory exists already in the forward pass of a step (persistent buffers).
     grads_persistent: bool,
     cpu: u64,
+    nvme: u64,
     notes: Vec<(String, String, String)>,
 }
 
@@ -361,27 +383,59 @@ fn div(n: u64, d: u64) -> u64 {
     n.div_ceil(d.max(1))
 }
 
-/// DeepSpeed's documented CPU memory per node for offloaded model states
-/// (deepspeed/runtime/zero: `estimate_zero2_model_states_mem_needs`,
-/// `estimate_zero3_model_states_mem_needs` with `zero_init=True`, `additional_buffer_factor`
-/// 1.5).
-fn deepspeed_cpu_bytes(
+/// CPU and NVMe memory per node for DeepSpeed offload, bytes.
+///
+/// * CPU offload: DeepSpeed's documented CPU memory per node for offloaded model states
+///   (deepspeed/runtime/zero: `estimate_zero2_model_states_mem_needs`,
+///   `estimate_zero3_model_states_mem_needs` with `zero_init=True`,
+///   `additional_buffer_factor` 1.5).
+/// * NVMe offload (ZeRO-Infinity): the same states (without the 1.5 factor) on NVMe; CPU RAM
+///   holds the swap buffers: for optimizer states `buffer_count` (4) buffers of one fp32
+///   sub-group (`sub_group_size` elements, capped at the partition), for parameters
+///   `buffer_count` (5) x `buffer_size` (1e8 elements) in half precision, per GPU.
+fn deepspeed_offload_bytes(
     stage: u8,
-    offload_opt: bool,
-    offload_param: bool,
+    offload_opt: Offload,
+    offload_param: Offload,
     total_params: u64,
+    partition: u64,
+    sub_group: u64,
     l: &Layout,
-) -> u64 {
+) -> (u64, u64) {
     let nodes = l.num_gpus.div_ceil(l.gpus_per_node).max(1) as f64;
+    let gpus_here = l.num_gpus.min(l.gpus_per_node) as f64;
     let total_gpus = l.num_gpus as f64;
     let p = total_params as f64;
-    let bytes = match stage {
-        3 if offload_param => p * 18.0 / nodes * 1.5,
-        3 if offload_opt => p * 16.0 / nodes * 1.5,
-        1 | 2 if offload_opt => p * (4.0 * total_gpus).max(16.0) * 1.5,
+    let opt = offload_opt != Offload::None;
+    let param = offload_param != Offload::None && stage == 3;
+    let states = match stage {
+        3 if param => p * 18.0 / nodes,
+        3 if opt => p * 16.0 / nodes,
+        1 | 2 if opt => p * (4.0 * total_gpus).max(16.0),
         _ => 0.0,
     };
-    bytes as u64
+    let nvme_opt = offload_opt == Offload::Nvme;
+    let nvme_param = offload_param == Offload::Nvme && stage == 3;
+    if !nvme_opt && !nvme_param {
+        return ((states * 1.5) as u64, 0);
+    }
+    let opt_buffers = if nvme_opt {
+        4.0 * 4.0 * partition.min(sub_group) as f64
+    } else {
+        0.0
+    };
+    let param_buffers = if nvme_param { 5.0 * 1e8 * 2.0 } else { 0.0 };
+    let cpu_states = if nvme_opt {
+        0.0
+    } else if opt {
+        p * 16.0 / nodes * 1.5
+    } else {
+        0.0
+    };
+    let cpu = cpu_states + gpus_here * (opt_buffers + param_buffers);
+    let nvme = (if nvme_opt { p * 16.0 / nodes } else { 0.0 })
+        + if nvme_param { p * 2.0 / nodes } else { 0.0 };
+    (cpu as u64, nvme as u64)
 }
 
 fn states(r: &Resolved, p: &RankParams) -> States {
@@ -478,7 +532,10 @@ fn states(r: &Resolved, p: &RankParams) -> States {
             };
             let sharded = |x: u64| div(x, group);
             if f.cpu_offload {
-                s.cpu = (b.weight + b.grad + b.master) * n + opt_all;
+                // CPUOffload(offload_params=True): the shards of parameters, gradients and
+                // optimizer states of each GPU of the node live in CPU memory
+                let gpus_here = l.num_gpus.min(l.gpus_per_node);
+                s.cpu = gpus_here * sharded((b.weight + b.grad + b.master) * n + opt_all);
             } else {
                 s.weights = sharded(b.weight * n);
                 s.gradients = sharded((b.grad + b.grad_accum) * n);
@@ -639,7 +696,16 @@ fn zero_states(
     } else {
         s.weights = b.weight * n;
     }
-    s.cpu = deepspeed_cpu_bytes(stage, off_opt, off_param, r.params.total, l);
+    let sub_group = z3.map_or(1_000_000_000, |z| z.sub_group_size);
+    (s.cpu, s.nvme) = deepspeed_offload_bytes(
+        stage,
+        offload_opt,
+        offload_param,
+        r.params.total,
+        div(n, dp),
+        sub_group,
+        l,
+    );
 }
 
 /// The activation context for a GPU.
@@ -694,6 +760,17 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         ));
     }
     let tokens = c.b * c.s;
+    if r.framework != Framework::Megatron && r.arch.learned_position_embeddings == 0 {
+        // rotary cos and sin (b x s x rotary dim each), computed once per forward in the
+        // residual dtype and kept by every layer's rotary multiplications
+        // (transformers LlamaRotaryEmbedding.forward / apply_rotary_pos_emb)
+        let rotary_dim = r
+            .arch
+            .mla
+            .as_ref()
+            .map_or(r.arch.head_dim, |m| m.qk_rope_head_dim);
+        per += 2 * tokens * rotary_dim * c.residual;
+    }
     if st.has_embedding {
         // input ids (int64) and the embedding dropout mask (Megatron theoretical_memory_usage.py)
         per += 8 * tokens;
@@ -811,6 +888,7 @@ fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
 
 struct StageResult {
     stage: u64,
+    layers: u64,
     params_on_gpu: u64,
     phases: Vec<PhaseEstimate>,
     peak: usize,
@@ -897,6 +975,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         .unwrap_or(0);
     StageResult {
         stage: st.index,
+        layers: st.dense_layers + st.moe_layers,
         params_on_gpu: p.dense + p.expert,
         phases,
         peak,
@@ -1119,6 +1198,16 @@ pub fn estimate_resolved(r: &Resolved) -> Estimate {
         gpu: gpu.clone(),
         most_loaded,
         params_on_gpu: best.params_on_gpu,
+        stages: results
+            .iter()
+            .map(|x| StageEstimate {
+                stage: x.stage,
+                layers: x.layers,
+                params_on_gpu: x.params_on_gpu,
+                peak_allocated_bytes: x.phases[x.peak].allocated_bytes,
+                peak_phase: x.phases[x.peak].phase.clone(),
+            })
+            .collect(),
         components: peak_phase.components.clone(),
         phases: best.phases.clone(),
         peak_phase: peak_phase.phase.clone(),
@@ -1130,6 +1219,7 @@ pub fn estimate_resolved(r: &Resolved) -> Estimate {
         utilization: total_bytes as f64 / gpu_memory_bytes.max(1) as f64,
         headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
         cpu_memory_bytes: best.states.cpu,
+        nvme_bytes: best.states.nvme,
         details,
         warnings,
     }

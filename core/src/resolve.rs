@@ -40,6 +40,39 @@ pub struct Layout {
     pub virtual_pipeline_parallel_size: u64,
     pub sequence_parallel: bool,
     pub gpus_per_node: u64,
+    /// Decoder layers on each pipeline stage, first to last.
+    pub stage_layers: StageLayers,
+}
+
+/// How the decoder layers are split over the pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageLayers {
+    pub first: u64,
+    /// Each stage between the first and the last.
+    pub middle: u64,
+    pub last: u64,
+}
+
+impl StageLayers {
+    /// The layer index range `[start, end)` of stage `s` of `pp`.
+    pub fn range(&self, s: u64, pp: u64) -> (u64, u64) {
+        if pp == 1 {
+            return (0, self.first);
+        }
+        let start = if s == 0 {
+            0
+        } else {
+            self.first + (s - 1) * self.middle
+        };
+        let len = if s == 0 {
+            self.first
+        } else if s == pp - 1 {
+            self.last
+        } else {
+            self.middle
+        };
+        (start, start + len)
+    }
 }
 
 /// A validated problem, ready for [`crate::estimate`].
@@ -273,6 +306,83 @@ pub fn synthesize(n: u64) -> ModelArch {
     a
 }
 
+/// Splits `layers` decoder layers over `pp` stages: evenly, or with the first/last stage
+/// sizes the config gives and the rest spread evenly over the middle stages (Megatron
+/// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`).
+fn split_layers(
+    layers: u64,
+    pp: u64,
+    p: &crate::config::Parallelism,
+    vpp: u64,
+    e: &mut Errors,
+) -> StageLayers {
+    let even = layers / pp.max(1);
+    let (first, last) = (p.first_pipeline_stage_layers, p.last_pipeline_stage_layers);
+    if first.is_none() && last.is_none() {
+        return StageLayers {
+            first: even,
+            middle: even,
+            last: even,
+        };
+    }
+    if pp < 2 {
+        e.add(
+            "parallelism.first_pipeline_stage_layers",
+            first.or(last).unwrap_or(0),
+            "an uneven split needs pipeline_parallel_size > 1",
+        );
+        return StageLayers {
+            first: layers,
+            middle: 0,
+            last: layers,
+        };
+    }
+    if vpp > 1 {
+        e.add(
+            "parallelism.virtual_pipeline_parallel_size",
+            vpp,
+            "cannot be combined with an uneven pipeline split",
+        );
+    }
+    let middles = pp - 2;
+    // unspecified ends take an even share of what the other end leaves
+    let (f, l) = match (first, last) {
+        (Some(f), Some(l)) => (f, l),
+        (Some(f), None) => (f, layers.saturating_sub(f) / (pp - 1)),
+        (None, Some(l)) => (layers.saturating_sub(l) / (pp - 1), l),
+        (None, None) => (even, even),
+    };
+    let rest = layers.saturating_sub(f + l);
+    let ok = f + l <= layers
+        && f >= 1
+        && l >= 1
+        && if middles == 0 {
+            rest == 0
+        } else {
+            rest.is_multiple_of(middles) && rest > 0
+        };
+    if !ok {
+        e.add(
+            "parallelism.first_pipeline_stage_layers",
+            f,
+            format!(
+                "with last_pipeline_stage_layers = {l} the other {} layers must split evenly over the {middles} middle stages (num_hidden_layers = {layers})",
+                rest
+            ),
+        );
+        return StageLayers {
+            first: f.min(layers),
+            middle: 0,
+            last: l.min(layers),
+        };
+    }
+    StageLayers {
+        first: f,
+        middle: if middles == 0 { 0 } else { rest / middles },
+        last: l,
+    }
+}
+
 /// Validates a config and applies every default.
 ///
 /// Errors: all field errors found (model, training, parallel layout, engine, hardware).
@@ -387,6 +497,11 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             virtual_pipeline_parallel_size: vpp,
             sequence_parallel: p.sequence_parallel && tp > 1,
             gpus_per_node: hw.gpus_per_node,
+            stage_layers: StageLayers {
+                first: 0,
+                middle: 0,
+                last: 0,
+            },
         });
         if p.sequence_parallel && tp == 1 {
             warnings.push("sequence_parallel has no effect with tensor_parallel_size 1".into());
@@ -394,7 +509,14 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
     }
 
     // model-dependent layout checks
-    if let (Some(a), Some(l)) = (&arch, &layout) {
+    if let (Some(a), Some(l)) = (&arch, &mut layout) {
+        l.stage_layers = split_layers(
+            a.num_hidden_layers,
+            pp,
+            p,
+            l.virtual_pipeline_parallel_size,
+            &mut e,
+        );
         if a.num_attention_heads % tp != 0 {
             e.add(
                 "parallelism.tensor_parallel_size",
@@ -414,11 +536,16 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
                 ),
             );
         }
-        if a.num_hidden_layers % pp != 0 {
+        if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {
+            // checked by split_layers
+        } else if !a.num_hidden_layers.is_multiple_of(pp) {
             e.add(
                 "parallelism.pipeline_parallel_size",
                 pp,
-                format!("must divide num_hidden_layers ({})", a.num_hidden_layers),
+                format!(
+                    "must divide num_hidden_layers ({}), or choose an uneven split with first_pipeline_stage_layers / last_pipeline_stage_layers",
+                    a.num_hidden_layers
+                ),
             );
         } else if l.virtual_pipeline_parallel_size > 1 {
             let v = l.virtual_pipeline_parallel_size;

@@ -1,0 +1,498 @@
+//! One hand-derived expectation per engine, regime, optimizer and parallelism term.
+//!
+//! Model facts used below (from the preset config files, counted exactly):
+//! * Llama-3.2-1B: h 2048, 16 layers, 32 heads / 8 KV heads of 64, I 8192, V 128 256, tied.
+//!   Per layer: q 2048x2048 = 4 194 304, k and v 512x2048 = 1 048 576 each, o 4 194 304,
+//!   gate/up/down 2048x8192 = 16 777 216 each, two norms 2048 -> 60 821 504.
+//!   Embedding 262 668 288, final norm 2048. P = 1 235 814 400.
+//! * Llama-2-7B: P = 6 738 415 616, 32 layers of 202 383 360, embedding and LM head
+//!   32000 x 4096 = 131 072 000 each.
+//! * Mixtral-8x7B: per layer attention 41 943 040, router 8 x 4096 = 32 768, norms 8192,
+//!   8 experts x 3 x 4096 x 14336 = 1 409 286 144; embedding and LM head 131 072 000 each.
+
+use calc_core::estimate::PhaseEstimate;
+use calc_core::{Config, Estimate, estimate};
+use serde_json::{Value, json};
+
+const P_1B: u64 = 1_235_814_400;
+const LAYER_1B: u64 = 60_821_504;
+const EMBED_1B: u64 = 262_668_288;
+const P_7B: u64 = 6_738_415_616;
+
+fn est(v: Value) -> Estimate {
+    estimate(&Config::from_value(v).unwrap_or_else(|e| panic!("{e:?}")))
+        .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+fn phase<'a>(e: &'a Estimate, name: &str) -> &'a PhaseEstimate {
+    e.phases.iter().find(|p| p.phase == name).unwrap()
+}
+
+fn c(e: &Estimate, ph: &str, comp: &str) -> u64 {
+    phase(e, ph).components[comp]
+}
+
+// ---------------------------------------------------------------------------- FSDP
+
+fn fsdp(strategy: &str, extra: Value) -> Estimate {
+    let mut v = json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"seq_len": 1024, "optimizer_impl": "fused"},
+        "engine": {"type": "fsdp", "sharding_strategy": strategy},
+        "hardware": {"num_gpus": 8}
+    });
+    if let Value::Object(m) = extra {
+        for (k, x) in m {
+            v["hardware"][k] = x;
+        }
+    }
+    est(v)
+}
+
+#[test]
+fn fsdp_full_shard() {
+    // FULL_SHARD over 8: fp32 shards of weights and gradients (AMP keeps the FlatParameter
+    // in fp32) 4P/8 each, AdamW states 8P/8.
+    let e = fsdp("FULL_SHARD", json!({}));
+    assert_eq!(c(&e, "optimizer_step", "weights"), (4 * P_1B).div_ceil(8));
+    assert_eq!(c(&e, "optimizer_step", "gradients"), (4 * P_1B).div_ceil(8));
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), P_1B);
+    // unsharded in bf16: the root unit (embedding 262 668 288 + final norm 2048) stays
+    // gathered, plus the current and the prefetched layer: 2 x (262 670 336 + 2 x 60 821 504)
+    let gathered = 2 * (EMBED_1B + 2048 + 2 * LAYER_1B);
+    assert_eq!(c(&e, "forward", "gathered_parameters"), gathered); // 768 626 688
+    // backward adds the unsharded bf16 gradients of the unit being reduce-scattered
+    assert_eq!(
+        c(&e, "backward", "gathered_parameters"),
+        gathered + 2 * LAYER_1B
+    );
+}
+
+#[test]
+fn fsdp_other_strategies() {
+    // SHARD_GRAD_OP keeps every unit unsharded between forward and backward: 2 B x P
+    assert_eq!(
+        c(
+            &fsdp("SHARD_GRAD_OP", json!({})),
+            "forward",
+            "gathered_parameters"
+        ),
+        2 * P_1B
+    );
+    // NO_SHARD: whole fp32 weights, nothing gathered
+    let e = fsdp("NO_SHARD", json!({}));
+    assert_eq!(c(&e, "forward", "weights"), 4 * P_1B);
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 0);
+    // HYBRID_SHARD with 4 GPUs per node: shards over the 4 GPUs of a node
+    let e = fsdp("HYBRID_SHARD", json!({"gpus_per_node": 4}));
+    assert_eq!(c(&e, "optimizer_step", "weights"), P_1B); // 4 B x P / 4
+}
+
+// ---------------------------------------------------------------------------- ZeRO
+
+fn zero(engine: Value, extra_training: Value) -> Estimate {
+    let mut v = json!({
+        "model": {"preset": "llama-2-7b"},
+        "training": {"seq_len": 1024, "activation_checkpointing": "full"},
+        "engine": engine,
+        "hardware": {"num_gpus": 8}
+    });
+    if let Value::Object(m) = extra_training {
+        for (k, x) in m {
+            v["training"][k] = x;
+        }
+    }
+    est(v)
+}
+
+#[test]
+fn zero_stages_0_1_2() {
+    let p8 = P_7B / 8;
+    // ZeRO-0 with bf16: BF16_Optimizer accumulates gradients in a full fp32 buffer
+    // (DeepSpeed grad_accum_dtype default for bf16 without ZeRO): grads 2 + 4 B/param
+    let e = zero(json!({"type": "deepspeed", "zero_stage": 0}), json!({}));
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 6 * P_7B);
+    assert_eq!(c(&e, "optimizer_step", "master_weights"), 4 * P_7B);
+    // ZeRO-1 shards master weights and states; weights and gradients whole
+    let e = zero(json!({"type": "deepspeed", "zero_stage": 1}), json!({}));
+    assert_eq!(c(&e, "optimizer_step", "weights"), 2 * P_7B);
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * P_7B);
+    assert_eq!(c(&e, "optimizer_step", "master_weights"), 4 * p8);
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 8 * p8);
+    // the step upcasts the gradient partition to fp32 (stage_1_and_2.py single_grad_partition);
+    // DeepSpeed's FusedAdam needs no temporaries
+    assert_eq!(c(&e, "optimizer_step", "optimizer_temporaries"), 4 * p8);
+    assert_eq!(c(&e, "optimizer_step", "communication_buffers"), 0);
+    // ZeRO-2 shards gradients too and adds the 5e8-element bf16 reduce bucket
+    let e = zero(json!({"type": "deepspeed", "zero_stage": 2}), json!({}));
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * p8);
+    assert_eq!(
+        c(&e, "optimizer_step", "communication_buffers"),
+        1_000_000_000
+    );
+    // overlap_comm double-buffers it
+    let e = zero(
+        json!({"type": "deepspeed", "zero_stage": 2, "overlap_comm": true}),
+        json!({}),
+    );
+    assert_eq!(
+        c(&e, "optimizer_step", "communication_buffers"),
+        2_000_000_000
+    );
+}
+
+#[test]
+fn zero_offload_cpu_and_nvme() {
+    // ZeRO-3 + optimizer offload to CPU: master weights, states and fp32 gradients leave the
+    // GPU; CPU per node = 16 B x P x 1.5 on one node (estimate_zero3_model_states_mem_needs,
+    // zero_init) = 24 x 6 738 415 616
+    let e = zero(
+        json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "cpu"}),
+        json!({}),
+    );
+    assert_eq!(c(&e, "optimizer_step", "master_weights"), 0);
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 0);
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 0);
+    assert_eq!(e.cpu_memory_bytes, 24 * P_7B);
+    assert_eq!(e.nvme_bytes, 0);
+    // + parameter offload: only the persistent small tensors (65 norms of 4096) stay on the
+    // GPU; CPU = 18 B x P x 1.5 = 27 P
+    let e = zero(
+        json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "cpu", "offload_param": "cpu"}),
+        json!({}),
+    );
+    assert_eq!(c(&e, "optimizer_step", "weights"), 2 * 65 * 4096);
+    assert_eq!(e.cpu_memory_bytes, 27 * P_7B);
+    // NVMe: 16 B x P on NVMe; CPU holds 4 fp32 swap buffers of one sub-group per GPU
+    // (partition P/8 = 842 301 952 < sub_group_size 1e9): 8 GPUs x 16 B x P/8
+    let e = zero(
+        json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "nvme"}),
+        json!({}),
+    );
+    assert_eq!(e.nvme_bytes, 16 * P_7B);
+    assert_eq!(e.cpu_memory_bytes, 8 * 16 * (P_7B / 8));
+}
+
+// ---------------------------------------------------------------------------- optimizers
+
+fn single_gpu_1b(training: Value) -> Estimate {
+    let mut t = json!({"seq_len": 512, "optimizer_impl": "fused"});
+    if let Value::Object(m) = training {
+        for (k, x) in m {
+            t[k] = x;
+        }
+    }
+    est(json!({"model": {"preset": "llama-3.2-1b"}, "training": t}))
+}
+
+#[test]
+fn adafactor_is_factored_by_matrix_shape() {
+    // Adafactor keeps rows + cols fp32 values per matrix and a full vector per norm:
+    // per layer q 4096, k 2560, v 2560, o 4096, gate/up/down 10 240 each, norms 2 x 2048
+    // = 48 128; x 16 = 770 048; embedding 128 256 + 2048; final norm 2048 -> 902 400 x 4 B
+    let e = single_gpu_1b(json!({"optimizer": "adafactor"}));
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 902_400 * 4);
+}
+
+#[test]
+fn adamw_8bit_blockwise() {
+    // bitsandbytes AdamW8bit: 2 x n bytes + 2 x ceil(n/256) fp32 absmax per matrix; the
+    // 2048-element norms (< min_8bit_size 4096) keep two fp32 states (16 384 B).
+    // per layer: q, o 8 519 680 each; k, v 2 129 920 each; gate, up, down 34 078 720 each;
+    // norms 32 768 -> 123 568 128 x 16 = 1 977 090 048; embedding 533 544 960; final norm
+    // 16 384 -> 2 510 651 392
+    let e = single_gpu_1b(json!({"optimizer": "adamw_8bit"}));
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 2_510_651_392);
+}
+
+#[test]
+fn sgd_momentum_and_lion_keep_one_state() {
+    // one fp32 state per parameter under AMP
+    for opt in ["sgd_momentum", "lion"] {
+        assert_eq!(
+            c(
+                &single_gpu_1b(json!({"optimizer": opt})),
+                "optimizer_step",
+                "optimizer_states"
+            ),
+            4 * P_1B,
+            "{opt}"
+        );
+    }
+    assert_eq!(
+        c(
+            &single_gpu_1b(json!({"optimizer": "sgd"})),
+            "optimizer_step",
+            "optimizer_states"
+        ),
+        0
+    );
+    // AMSGrad keeps three
+    assert_eq!(
+        c(
+            &single_gpu_1b(json!({"optimizer": "amsgrad"})),
+            "optimizer_step",
+            "optimizer_states"
+        ),
+        12 * P_1B
+    );
+}
+
+#[test]
+fn optimizer_in_backward_frees_gradients() {
+    // pure bf16 with the step in backward: only the largest tensor's gradient exists,
+    // the 262 668 288-element embedding in bf16
+    let e = single_gpu_1b(json!({"precision": "bf16", "optimizer_in_backward": true}));
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * EMBED_1B);
+}
+
+#[test]
+fn foreach_temporaries_of_adamw() {
+    // torch.optim.AdamW(foreach): exp_avg_sq_sqrt for every parameter, fp32 under AMP
+    let e = single_gpu_1b(json!({"optimizer_impl": "foreach"}));
+    assert_eq!(c(&e, "optimizer_step", "optimizer_temporaries"), 4 * P_1B);
+    // for_loop: one tensor at a time, the largest (the embedding)
+    let e = single_gpu_1b(json!({"optimizer_impl": "for_loop"}));
+    assert_eq!(
+        c(&e, "optimizer_step", "optimizer_temporaries"),
+        4 * EMBED_1B
+    );
+}
+
+// ---------------------------------------------------------------------------- regimes
+
+fn megatron_7b(precision: &str) -> Estimate {
+    est(json!({
+        "model": {"preset": "llama-2-7b"},
+        "training": {"seq_len": 1024, "precision": precision, "activation_checkpointing": "full"},
+        "engine": {"type": "megatron"},
+        "hardware": {"gpu": "h200-141gb"}
+    }))
+}
+
+#[test]
+fn megatron_regimes() {
+    // bf16: 2 + 4 (main_grad) + 4 + 8 = 18 B/param
+    let e = megatron_7b("amp_bf16");
+    let s = &phase(&e, "optimizer_step").components;
+    assert_eq!(
+        s["weights"] + s["gradients"] + s["master_weights"] + s["optimizer_states"],
+        18 * P_7B
+    );
+    // fp16: main_grad stays in fp16 -> 16 B/param
+    let e = megatron_7b("amp_fp16");
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * P_7B);
+    // fp8 (Transformer Engine): bf16 weights plus a 1 B fp8 copy of every linear weight:
+    // linear = 32 x (4 x 4096^2 + 3 x 4096 x 11008) + LM head 32000 x 4096 = 6 607 077 376
+    let e = megatron_7b("fp8");
+    assert_eq!(c(&e, "optimizer_step", "weights"), 2 * P_7B + 6_607_077_376);
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 4 * P_7B);
+}
+
+#[test]
+fn autocast_keeps_half_copies_of_linear_weights() {
+    // PyTorch AMP on a single GPU (fp32 weights): the bf16 casts of every linear weight are
+    // saved for backward: 2 B x linear elements. Llama-3.2-1B is tied, so the LM head uses
+    // the embedding matrix (not a Linear module): 16 x (10 485 760 + 50 331 648)
+    let e = single_gpu_1b(json!({}));
+    assert_eq!(
+        c(&e, "forward", "autocast_weight_copies"),
+        2 * 16 * (10_485_760 + 50_331_648)
+    );
+    // pure bf16 has no copies
+    assert_eq!(
+        c(
+            &single_gpu_1b(json!({"precision": "bf16"})),
+            "forward",
+            "autocast_weight_copies"
+        ),
+        0
+    );
+}
+
+// ---------------------------------------------------------------------------- parallelism
+
+#[test]
+fn context_parallel_halves_sequence_activations() {
+    let run = |cp: u64| {
+        est(json!({
+            "model": {"preset": "llama-2-7b"},
+            "training": {"seq_len": 4096, "attention": "flash"},
+            "parallelism": {"context_parallel_size": cp},
+            "engine": {"type": "megatron"},
+            "hardware": {"num_gpus": cp, "gpu": "h200-141gb"}
+        }))
+    };
+    // every saved tensor is linear in the local sequence (s / CP) with flash attention
+    let (one, two) = (run(1), run(2));
+    assert_eq!(
+        2 * c(&two, "forward", "activations"),
+        c(&one, "forward", "activations")
+    );
+    assert_eq!(
+        2 * c(&two, "forward", "logits"),
+        c(&one, "forward", "logits")
+    );
+}
+
+#[test]
+fn expert_parallel_divides_experts_only() {
+    // Mixtral on 8 GPUs with EP 8: each GPU keeps 1 of the 8 experts per layer:
+    // per layer 41 943 040 + 32 768 + 8192 + 176 160 768 = 218 144 768; x 32 + embedding
+    // and LM head 262 144 000 + final norm 4096 = 7 242 780 672
+    let e = est(json!({
+        "model": {"preset": "mixtral-8x7b-v0.1"},
+        "training": {"seq_len": 2048, "activation_checkpointing": "full", "attention": "flash"},
+        "parallelism": {"expert_parallel_size": 8},
+        "engine": {"type": "megatron", "distributed_optimizer": true},
+        "hardware": {"num_gpus": 8, "gpu": "h200-141gb"}
+    }));
+    assert_eq!(e.params_on_gpu, 7_242_780_672);
+    // the distributed optimizer shards dense parts over DP 8 and experts over the expert
+    // data-parallel group (DP x CP / EP = 1): dense 1 605 636 096, experts 5 637 144 576
+    let (dense, experts) = (1_605_636_096u64, 5_637_144_576u64);
+    assert_eq!(
+        c(&e, "optimizer_step", "master_weights"),
+        (4 * dense).div_ceil(8) + 4 * experts
+    );
+}
+
+#[test]
+fn pipeline_in_flight_micro_batches_and_interleaving() {
+    let run = |ga: u64, vpp: Option<u64>| {
+        let mut par = json!({"pipeline_parallel_size": 4});
+        if let Some(v) = vpp {
+            par["virtual_pipeline_parallel_size"] = json!(v);
+        }
+        est(json!({
+            "model": {"preset": "llama-2-7b"},
+            "training": {"seq_len": 2048, "gradient_accumulation_steps": ga, "attention": "flash"},
+            "parallelism": par,
+            "engine": {"type": "megatron"},
+            "hardware": {"num_gpus": 4, "gpu": "h200-141gb"}
+        }))
+    };
+    // 1F1B: stage 0 holds min(PP, micro-batches) micro-batches
+    let four = c(&run(8, None), "forward", "activations");
+    let two = c(&run(2, None), "forward", "activations");
+    assert_eq!(four, 2 * two);
+    // interleaved with 2 virtual stages: x (1 + (PP - 1) / (PP x VPP)) = x 11/8
+    let per_microbatch = four / 4;
+    assert_eq!(
+        c(&run(8, Some(2)), "forward", "activations"),
+        per_microbatch * 11 / 2
+    );
+}
+
+#[test]
+fn tied_embedding_is_copied_to_the_last_stage() {
+    // Gemma-2-9B (tied, 42 layers) on Megatron with PP 2: the last stage keeps a copy of the
+    // word embedding for the output layer (256 000 x 3584 = 917 504 000)
+    let e = est(json!({
+        "model": {"preset": "gemma-2-9b-it"},
+        "training": {"seq_len": 1024, "activation_checkpointing": "full"},
+        "parallelism": {"pipeline_parallel_size": 2},
+        "engine": {"type": "megatron"},
+        "hardware": {"num_gpus": 2, "gpu": "h200-141gb"}
+    }));
+    let first = e.stages.iter().find(|s| s.stage == 0).unwrap();
+    let last = e.stages.iter().find(|s| s.stage == 1).unwrap();
+    // both stages hold 21 layers and the embedding; the last adds the final norm (3584)
+    assert_eq!(last.params_on_gpu, first.params_on_gpu + 3584);
+    assert_eq!(first.layers, 21);
+}
+
+#[test]
+fn uneven_pipeline_split() {
+    // 32 layers on 4 stages: 6 first, 6 last, the middle 20 split 10 + 10
+    let e = est(json!({
+        "model": {"preset": "llama-2-7b"},
+        "training": {"seq_len": 1024, "gradient_accumulation_steps": 4},
+        "parallelism": {"pipeline_parallel_size": 4, "first_pipeline_stage_layers": 6, "last_pipeline_stage_layers": 6},
+        "engine": {"type": "megatron"},
+        "hardware": {"num_gpus": 4, "gpu": "h200-141gb"}
+    }));
+    let layers: Vec<(u64, u64)> = e.stages.iter().map(|s| (s.stage, s.layers)).collect();
+    assert_eq!(layers, vec![(0, 6), (1, 10), (3, 6)]);
+    // stage 1: 10 layers x 202 383 360 and nothing else
+    assert_eq!(e.stages[1].params_on_gpu, 10 * 202_383_360);
+    // a split that does not add up is an error naming the field
+    let bad = Config::from_value(json!({
+        "model": {"preset": "llama-2-7b"},
+        "parallelism": {"pipeline_parallel_size": 4, "first_pipeline_stage_layers": 7, "last_pipeline_stage_layers": 6},
+        "engine": {"type": "megatron"}, "hardware": {"num_gpus": 4}
+    }))
+    .unwrap();
+    let err = estimate(&bad).unwrap_err();
+    assert_eq!(err[0].field, "parallelism.first_pipeline_stage_layers");
+}
+
+#[test]
+fn overheads_are_apart_from_the_peak() {
+    // 8 GPUs, DP only: one NCCL communicator of 4 MiB x 2 x 16 channels = 128 MiB; cuBLAS
+    // workspace 32 MiB on Hopper; the H100 preset's context 911 MiB; reserve 5 % of the peak
+    let e = est(json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "engine": {"type": "deepspeed", "zero_stage": 2},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"},
+        "overheads": {"allocator_reserve_fraction": 0.05}
+    }));
+    let mib = 1u64 << 20;
+    assert_eq!(e.overheads["nccl_buffers"], 128 * mib);
+    assert_eq!(e.overheads["cublas_workspace"], 32 * mib);
+    assert_eq!(e.overheads["cuda_context"], 911 * mib);
+    assert_eq!(
+        e.overheads["allocator_reserve"],
+        (e.peak_allocated_bytes as f64 * 0.05) as u64
+    );
+    assert_eq!(
+        e.total_bytes,
+        e.peak_allocated_bytes + e.overheads.values().sum::<u64>()
+    );
+    // the peak is the largest phase
+    assert_eq!(
+        e.peak_allocated_bytes,
+        e.phases.iter().map(|p| p.allocated_bytes).max().unwrap()
+    );
+}
+
+#[test]
+fn moe_presets_report_total_and_active_parameters() {
+    for (id, total, active_min, active_max) in [
+        // Mixtral 8x7B: 46.7B total, 12.9B active (Mistral AI)
+        (
+            "mixtral-8x7b-v0.1",
+            46_702_792_704u64,
+            12_800_000_000u64,
+            13_000_000_000u64,
+        ),
+        // Qwen3-30B-A3B: 30.5B total, 3.3B activated (model card)
+        (
+            "qwen3-30b-a3b",
+            30_532_122_624,
+            3_200_000_000,
+            3_400_000_000,
+        ),
+        // DeepSeek-V2-Lite: 15.7B total, 2.4B active (model card)
+        (
+            "deepseek-v2-lite",
+            15_706_484_224,
+            2_300_000_000,
+            2_700_000_000,
+        ),
+    ] {
+        let e = est(json!({
+            "model": {"preset": id},
+            "training": {"seq_len": 2048, "activation_checkpointing": "full"},
+            "engine": {"type": "deepspeed", "zero_stage": 3},
+            "hardware": {"num_gpus": 16}
+        }));
+        assert_eq!(e.params.total, total, "{id}");
+        assert!(
+            (active_min..=active_max).contains(&e.params.active_per_token),
+            "{id}: {}",
+            e.params.active_per_token
+        );
+        assert!(e.peak_allocated_bytes > 0);
+    }
+}

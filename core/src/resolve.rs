@@ -378,7 +378,7 @@ fn split_layers(
     }
     StageLayers {
         first: f,
-        middle: if middles == 0 { 0 } else { rest / middles },
+        middle: rest.checked_div(middles).unwrap_or(0),
         last: l,
     }
 }

@@ -122,6 +122,7 @@ const LOSS: &[(&str, &str)] = &[
     ("\"chunked\"", "chunked (8)"),
     ("\"fused\"", "fused linear CE"),
 ];
+const TRISTATE: &[(&str, &str)] = &[("null", "engine default"), ("true", "yes"), ("false", "no")];
 const ENGINES: &[(&str, &str)] = &[
     ("\"ddp\"", "PyTorch DDP"),
     ("\"deepspeed\"", "DeepSpeed ZeRO"),
@@ -141,206 +142,96 @@ const SHARDING: &[(&str, &str)] = &[
     ("\"HYBRID_SHARD\"", "HYBRID_SHARD"),
     ("\"NO_SHARD\"", "NO_SHARD"),
 ];
+const ALL: Engines = None;
 const ZERO_ENGINES: Engines = Some(&["deepspeed", "megatron_deepspeed"]);
+const DEEPSPEED: Engines = Some(&["deepspeed"]);
+const MEGATRON: Engines = Some(&["megatron", "megatron_deepspeed"]);
+const TORCH: Engines = Some(&["ddp", "fsdp"]);
 const MODEL_PARALLEL: Engines = Some(&["megatron", "megatron_deepspeed", "fsdp", "deepspeed"]);
 
-/// The fields of the training form, grouped by section title.
-pub const SECTIONS: &[(&str, &[FieldSpec])] = &[
-    (
-        "Training",
-        &[
-            FieldSpec {
-                path: "training.micro_batch_size",
-                label: "Micro-batch size",
-                unit: "sequences / GPU",
-                help: "Sequences per GPU per forward pass (HF per_device_train_batch_size, Megatron --micro-batch-size).",
-                kind: Kind::Number,
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.seq_len",
-                label: "Sequence length",
-                unit: "tokens",
-                help: "Tokens per sequence (Megatron --seq-length).",
-                kind: Kind::Number,
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.gradient_accumulation_steps",
-                label: "Gradient accumulation",
-                unit: "steps",
-                help: "Micro-batches per optimizer step (HF gradient_accumulation_steps).",
-                kind: Kind::Number,
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.precision",
-                label: "Precision",
-                unit: "",
-                help: "Mixed precision keeps fp32 master weights; pure bf16 keeps everything in 16 bits (torchtune).",
-                kind: Kind::Select(PRECISIONS),
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.optimizer",
-                label: "Optimizer",
-                unit: "",
-                help: "Optimizer states per parameter follow the optimizer (AdamW: 2 states).",
-                kind: Kind::Optimizer,
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.optimizer_impl",
-                label: "Optimizer implementation",
-                unit: "",
-                help: "torch.optim foreach (PyTorch default) allocates temporaries for all parameters; fused (HF Trainer adamw_torch_fused) none.",
-                kind: Kind::Select(OPT_IMPL),
-                optional: true,
-                engines: Some(&["ddp", "fsdp"]),
-            },
-            FieldSpec {
-                path: "training.activation_checkpointing",
-                label: "Activation recomputation",
-                unit: "",
-                help: "Gradient checkpointing (HF gradient_checkpointing; Megatron --recompute-granularity).",
-                kind: Kind::Select(RECOMPUTE),
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.attention",
-                label: "Attention",
-                unit: "",
-                help: "Eager attention stores b x heads x s^2 scores; SDPA/flash do not (HF attn_implementation).",
-                kind: Kind::Select(ATTENTION),
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "training.loss",
-                label: "Loss",
-                unit: "",
-                help: "How the vocabulary cross-entropy is computed (chunked: torchtune; fused: Liger).",
-                kind: Kind::Select(LOSS),
-                optional: false,
-                engines: None,
-            },
-        ],
-    ),
-    (
-        "Parallelism",
-        &[
-            FieldSpec {
-                path: "hardware.num_gpus",
-                label: "GPUs",
-                unit: "",
-                help: "GPUs in the job (data x tensor x pipeline x context parallel).",
-                kind: Kind::Number,
-                optional: true,
-                engines: None,
-            },
-            FieldSpec {
-                path: "parallelism.data_parallel_size",
-                label: "Data parallel",
-                unit: "",
-                help: "DP size; ZeRO and FSDP shard over it. Empty: GPUs / (TP x PP x CP).",
-                kind: Kind::Number,
-                optional: true,
-                engines: None,
-            },
-            FieldSpec {
-                path: "parallelism.tensor_parallel_size",
-                label: "Tensor parallel",
-                unit: "",
-                help: "Megatron --tensor-model-parallel-size.",
-                kind: Kind::Number,
-                optional: true,
-                engines: MODEL_PARALLEL,
-            },
-            FieldSpec {
-                path: "parallelism.pipeline_parallel_size",
-                label: "Pipeline parallel",
-                unit: "",
-                help: "Megatron --pipeline-model-parallel-size.",
-                kind: Kind::Number,
-                optional: true,
-                engines: MODEL_PARALLEL,
-            },
-            FieldSpec {
-                path: "parallelism.sequence_parallel",
-                label: "Sequence parallel",
-                unit: "",
-                help: "Megatron --sequence-parallel (needs TP > 1).",
-                kind: Kind::Check,
-                optional: true,
-                engines: Some(&["megatron", "megatron_deepspeed"]),
-            },
-        ],
-    ),
-    (
-        "Engine",
-        &[
-            FieldSpec {
-                path: "engine.type",
-                label: "Engine",
-                unit: "",
-                help: "The training framework.",
-                kind: Kind::Select(ENGINES),
-                optional: false,
-                engines: None,
-            },
-            FieldSpec {
-                path: "engine.zero_stage",
-                label: "ZeRO stage",
-                unit: "",
-                help: "DeepSpeed zero_optimization.stage: 1 shards optimizer states, 2 also gradients, 3 also parameters.",
-                kind: Kind::Select(ZERO),
-                optional: true,
-                engines: ZERO_ENGINES,
-            },
-            FieldSpec {
-                path: "engine.offload_optimizer",
-                label: "Offload optimizer",
-                unit: "",
-                help: "DeepSpeed zero_optimization.offload_optimizer.device.",
-                kind: Kind::Select(OFFLOAD),
-                optional: true,
-                engines: ZERO_ENGINES,
-            },
-            FieldSpec {
-                path: "engine.offload_param",
-                label: "Offload parameters",
-                unit: "",
-                help: "DeepSpeed zero_optimization.offload_param.device (ZeRO-3).",
-                kind: Kind::Select(OFFLOAD),
-                optional: true,
-                engines: ZERO_ENGINES,
-            },
-            FieldSpec {
-                path: "engine.sharding_strategy",
-                label: "Sharding strategy",
-                unit: "",
-                help: "torch.distributed.fsdp.ShardingStrategy.",
-                kind: Kind::Select(SHARDING),
-                optional: true,
-                engines: Some(&["fsdp"]),
-            },
-            FieldSpec {
-                path: "engine.distributed_optimizer",
-                label: "Distributed optimizer",
-                unit: "",
-                help: "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP.",
-                kind: Kind::Check,
-                optional: true,
-                engines: Some(&["megatron"]),
-            },
-        ],
-    ),
+/// A titled group of fields; `open` groups start expanded.
+pub struct Section {
+    pub title: &'static str,
+    pub open: bool,
+    pub fields: &'static [FieldSpec],
+}
+
+/// A field row: path, label, unit, kind, optional (empty = default), engines, help.
+const fn f(
+    path: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    kind: Kind,
+    optional: bool,
+    engines: Engines,
+    help: &'static str,
+) -> FieldSpec {
+    FieldSpec {
+        path,
+        label,
+        unit,
+        help,
+        kind,
+        optional,
+        engines,
+    }
+}
+use Kind::{Check, Number, Select};
+
+/// The fields of the form, grouped by section title. Every input of the config schema
+/// except the model and the GPU (which have pickers of their own).
+#[rustfmt::skip]
+pub const SECTIONS: &[Section] = &[
+    Section { title: "Training", open: true, fields: &[
+        f("training.micro_batch_size", "Micro-batch size", "sequences / GPU", Number, false, ALL, "Sequences per GPU per forward pass (HF per_device_train_batch_size, Megatron --micro-batch-size)."),
+        f("training.seq_len", "Sequence length", "tokens", Number, false, ALL, "Tokens per sequence (Megatron --seq-length)."),
+        f("training.gradient_accumulation_steps", "Gradient accumulation", "steps", Number, false, ALL, "Micro-batches per optimizer step (HF gradient_accumulation_steps); pipeline micro-batches under Megatron."),
+        f("training.precision", "Precision", "", Select(PRECISIONS), false, ALL, "Mixed precision keeps fp32 master weights; pure bf16 keeps everything in 16 bits (torchtune)."),
+        f("training.optimizer", "Optimizer", "", Kind::Optimizer, false, ALL, "Optimizer states per parameter follow the optimizer (AdamW: 2 states)."),
+        f("training.optimizer_impl", "Optimizer implementation", "", Select(OPT_IMPL), true, TORCH, "torch.optim foreach (PyTorch default) allocates temporaries for all parameters; fused (HF Trainer adamw_torch_fused) none."),
+        f("training.activation_checkpointing", "Activation recomputation", "", Select(RECOMPUTE), false, ALL, "Gradient checkpointing (HF gradient_checkpointing; Megatron --recompute-granularity)."),
+        f("training.attention", "Attention", "", Select(ATTENTION), false, ALL, "Eager attention stores b x heads x s^2 scores; SDPA/flash do not (HF attn_implementation)."),
+        f("training.loss", "Loss", "", Select(LOSS), false, ALL, "How the vocabulary cross-entropy is computed (chunked: torchtune; fused: Liger)."),
+        f("training.accumulate_grads_in_fp32", "fp32 gradient accumulation", "", Select(TRISTATE), true, ALL, "Megatron main_grad / DeepSpeed data_types.grad_accum_dtype fp32."),
+        f("training.optimizer_in_backward", "Optimizer step in backward", "", Check, true, TORCH, "torchtune optimizer_in_bwd: each gradient is freed as soon as its parameter is updated."),
+    ]},
+    Section { title: "Parallelism", open: true, fields: &[
+        f("hardware.num_gpus", "GPUs", "", Number, true, ALL, "GPUs in the job (data x tensor x pipeline x context parallel)."),
+        f("parallelism.data_parallel_size", "Data parallel", "", Number, true, ALL, "DP size; ZeRO and FSDP shard over it. Empty: GPUs / (TP x PP x CP)."),
+        f("parallelism.tensor_parallel_size", "Tensor parallel", "", Number, true, MODEL_PARALLEL, "Megatron --tensor-model-parallel-size."),
+        f("parallelism.pipeline_parallel_size", "Pipeline parallel", "", Number, true, MODEL_PARALLEL, "Megatron --pipeline-model-parallel-size."),
+        f("parallelism.sequence_parallel", "Sequence parallel", "", Check, true, MEGATRON, "Megatron --sequence-parallel (needs TP > 1)."),
+        f("parallelism.context_parallel_size", "Context parallel", "", Number, true, MODEL_PARALLEL, "Megatron --context-parallel-size / DeepSpeed-Ulysses sequence parallel size: splits the sequence."),
+        f("parallelism.expert_parallel_size", "Expert parallel", "", Number, true, MODEL_PARALLEL, "Megatron --expert-model-parallel-size: MoE experts divided over EP ranks."),
+        f("parallelism.virtual_pipeline_parallel_size", "Virtual pipeline stages", "per rank", Number, true, MEGATRON, "Megatron interleaved 1F1B schedule (--num-virtual-stages-per-pipeline-rank)."),
+        f("parallelism.first_pipeline_stage_layers", "Layers on the first stage", "", Number, true, MEGATRON, "Megatron --decoder-first-pipeline-num-layers (uneven split). Empty: even."),
+        f("parallelism.last_pipeline_stage_layers", "Layers on the last stage", "", Number, true, MEGATRON, "Megatron --decoder-last-pipeline-num-layers. Empty: even."),
+    ]},
+    Section { title: "Engine", open: true, fields: &[
+        f("engine.type", "Engine", "", Select(ENGINES), false, ALL, "The training framework."),
+        f("engine.zero_stage", "ZeRO stage", "", Select(ZERO), true, ZERO_ENGINES, "DeepSpeed zero_optimization.stage: 1 shards optimizer states, 2 also gradients, 3 also parameters."),
+        f("engine.offload_optimizer", "Offload optimizer", "", Select(OFFLOAD), true, ZERO_ENGINES, "DeepSpeed zero_optimization.offload_optimizer.device."),
+        f("engine.offload_param", "Offload parameters", "", Select(OFFLOAD), true, ZERO_ENGINES, "DeepSpeed zero_optimization.offload_param.device (ZeRO-3)."),
+        f("engine.sharding_strategy", "Sharding strategy", "", Select(SHARDING), true, Some(&["fsdp"]), "torch.distributed.fsdp.ShardingStrategy."),
+        f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, Some(&["megatron"]), "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
+    ]},
+    Section { title: "Engine tuning", open: false, fields: &[
+        f("engine.reduce_bucket_size", "Reduce bucket", "elements", Number, true, DEEPSPEED, "DeepSpeed zero_optimization.reduce_bucket_size (default 5e8)."),
+        f("engine.overlap_comm", "Overlap communication", "", Check, true, DEEPSPEED, "DeepSpeed zero_optimization.overlap_comm: double-buffers the reduce bucket."),
+        f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Number, true, DEEPSPEED, "DeepSpeed stage3_prefetch_bucket_size (default 5e7)."),
+        f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Number, true, DEEPSPEED, "DeepSpeed stage3_max_live_parameters (default 1e9)."),
+        f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Number, true, DEEPSPEED, "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded (default 1e5)."),
+        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Number, true, DEEPSPEED, "DeepSpeed sub_group_size: the step updates one sub-group at a time (default 1e9)."),
+        f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Number, true, Some(&["fsdp"]), "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
+        f("engine.cpu_offload", "CPU offload", "", Check, true, Some(&["fsdp"]), "FSDP CPUOffload(offload_params=True)."),
+        f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, Some(&["ddp"]), "DistributedDataParallel bucket_cap_mb (default 25)."),
+        f("engine.gradient_as_bucket_view", "Gradients as bucket views", "", Check, true, Some(&["ddp"]), "DistributedDataParallel gradient_as_bucket_view: without it the buckets are a second copy of all gradients."),
+    ]},
+    Section { title: "Overheads", open: false, fields: &[
+        f("hardware.gpus_per_node", "GPUs per node", "", Number, true, ALL, "For NCCL and FSDP hybrid sharding (default 8)."),
+        f("overheads.cuda_context_mib", "CUDA context", "MiB", Number, true, ALL, "Driver and kernel memory outside PyTorch's allocator. Empty: the GPU preset's measured value."),
+        f("overheads.allocator_reserve_fraction", "Allocator reserve", "fraction of peak", Number, true, ALL, "Caching-allocator fragmentation: max_memory_reserved / max_memory_allocated - 1 (e.g. 0.05)."),
+    ]},
 ];
 
 /// The engine `type` of a document.

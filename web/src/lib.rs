@@ -120,12 +120,12 @@ pub fn App() -> impl IntoView {
                         <GpuPicker doc=doc errors=errors />
                         {SECTIONS
                             .iter()
-                            .map(|(title, fields)| {
+                            .map(|sec| {
                                 view! {
-                                    <fieldset class="group">
-                                        <legend>{*title}</legend>
-                                        {fields.iter().map(|f| view! { <Field spec=*f doc=doc errors=errors /> }).collect_view()}
-                                    </fieldset>
+                                    <details class="group" open=sec.open>
+                                        <summary>{sec.title}</summary>
+                                        {sec.fields.iter().map(|f| view! { <Field spec=*f doc=doc errors=errors /> }).collect_view()}
+                                    </details>
                                 }
                             })
                             .collect_view()}
@@ -174,7 +174,7 @@ fn has_field(path: &str) -> bool {
         || path == "hardware.gpu_memory_gb"
         || SECTIONS
             .iter()
-            .any(|(_, fs)| fs.iter().any(|f| f.path == path))
+            .any(|sec| sec.fields.iter().any(|f| f.path == path))
 }
 
 #[component]
@@ -226,7 +226,9 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
                     .map(|r| (format!("{:?}", r.name), r.label.to_string()))
                     .collect(),
             };
-            let current = initial.map(|v| v.to_string()).unwrap_or_default();
+            let current = initial
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "null".into());
             view! {
                 <select id=id.clone() aria-describedby=described.clone()
                     aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
@@ -237,6 +239,8 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
                             if path == "engine.type" {
                                 // a new engine starts from its own defaults
                                 doc::set(d, "engine", Some(json!({ "type": v })));
+                            } else if v.is_null() {
+                                doc::set(d, path, None);
                             } else {
                                 doc::set(d, path, Some(v));
                             }

@@ -2,7 +2,7 @@
 """Reference parameter counts from transformers, for the exact-count fixture test.
 
 For every Hugging Face `config.json` given (default: presets/models/hf/*.json, the model
-presets), build the model with transformers on the meta device
+presets, and tests/reference/hf_configs/*.json, one small hand-built config per family), build the model with transformers on the meta device
 (no weights are downloaded or allocated) and record
 
     sum(p.numel() for p in model.parameters())
@@ -46,6 +46,7 @@ def chatglm_to_glm(cfg: dict) -> dict:
         "attention_bias": cfg.get("add_qkv_bias", False),
         "max_position_embeddings": cfg["seq_length"],
         "tie_word_embeddings": cfg.get("tie_word_embeddings", False),
+        "pad_token_id": cfg.get("pad_token_id"),
     }
 
 
@@ -98,7 +99,10 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--out")
     a = ap.parse_args()
-    files = a.files or sorted(glob.glob(os.path.join(ROOT, "presets", "models", "hf", "*.json")))
+    files = a.files or sorted(
+        glob.glob(os.path.join(ROOT, "presets", "models", "hf", "*.json"))
+        + glob.glob(os.path.join(ROOT, "tests", "reference", "hf_configs", "*.json"))
+    )
     records = []
     for p in files:
         try:

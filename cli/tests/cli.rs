@@ -150,3 +150,105 @@ fn presets_lists_models_gpus_and_examples() {
     assert!(v["models"].as_array().unwrap().len() >= 31);
     assert_eq!(v["gpus"].as_array().unwrap().len(), 8);
 }
+
+fn hf(name: &str) -> String {
+    format!("{}/../presets/models/hf/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn params_prints_the_exact_breakdown() {
+    let out = cli()
+        .args(["params", &hf("meta-llama__Llama-2-7b-hf.json"), "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 6 738 415 616 = 2 x 131 072 000 (embedding, LM head) + 32 x 202 383 360 + 4096
+    assert_eq!(v["total"], 6_738_415_616u64);
+    assert_eq!(v["embeddings"], 131_072_000u64);
+    assert_eq!(v["lm_head"], 131_072_000u64);
+    assert_eq!(v["attention"], 32 * 67_108_864u64);
+    assert_eq!(v["mlp"], 32 * 135_266_304u64);
+    cli()
+        .args(["params", &hf("mistralai__Mixtral-8x7B-v0.1.json")])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("46 702 792 704"))
+        .stdout(predicate::str::contains("active per token"));
+}
+
+#[test]
+fn calculate_with_an_hf_config_file() {
+    // the model comes from the HF file, everything else from the config, which has no model
+    let cfg = temp_json(
+        r#"{"schema_version": 1, "training": {"seq_len": 1024}, "hardware": {"num_gpus": 2}}"#,
+    );
+    let out = cli()
+        .args([
+            "calculate",
+            "--config",
+            cfg.path().to_str().unwrap(),
+            "--hf-config",
+            &hf("Qwen__Qwen2.5-0.5B.json"),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params"]["total"], 494_032_768u64);
+    // the same with the config inline under model.hf_config
+    let hf_text = std::fs::read_to_string(hf("Qwen__Qwen2.5-0.5B.json")).unwrap();
+    let inline = temp_json(&format!(
+        r#"{{"model": {{"hf_config": {hf_text}}}, "training": {{"seq_len": 1024}}, "hardware": {{"num_gpus": 2}}}}"#
+    ));
+    let out2 = cli()
+        .args([
+            "calculate",
+            "--config",
+            inline.path().to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v2: serde_json::Value = serde_json::from_slice(&out2.stdout).unwrap();
+    assert_eq!(v["peak_allocated_bytes"], v2["peak_allocated_bytes"]);
+}
+
+#[test]
+fn malformed_hf_configs_are_errors() {
+    for (text, needle) in [
+        (
+            r#"{"model_type": "llama", "hidden_size": 4096,"#,
+            "invalid JSON",
+        ),
+        (
+            r#"{"model_type": "llama", "hidden_size": "wide"}"#,
+            "hidden_size",
+        ),
+        (
+            r#"{"model_type": "llama", "num_hidden_layers": -4}"#,
+            "negative",
+        ),
+        (
+            r#"{"model_type": "llama", "hidden_size": 4000, "num_attention_heads": 3}"#,
+            "divide hidden_size",
+        ),
+        (
+            r#"{"model_type": "llama", "num_hidden_layers": 1000000000}"#,
+            "num_hidden_layers",
+        ),
+        (r#"{"model_type": "rwkv"}"#, "supported: llama"),
+    ] {
+        let f = temp_json(text);
+        cli()
+            .args(["params", f.path().to_str().unwrap()])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+}

@@ -11,20 +11,40 @@ fn reference() -> Vec<Value> {
     v["counts"].as_array().unwrap().clone()
 }
 
+/// The config text of a reference record: a preset, or a hand-built file in
+/// tests/reference/hf_configs/.
+fn config_text(file: &str) -> (String, String) {
+    if let Some(p) = presets::model_presets().iter().find(|p| p.file == file) {
+        return (
+            presets::model_preset_text(&p.id).unwrap().to_string(),
+            p.published_params.clone(),
+        );
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/reference/hf_configs")
+        .join(file);
+    (
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        "hand-built".into(),
+    )
+}
+
 #[test]
-fn every_preset_config_counts_exactly_as_transformers() {
+fn every_config_counts_exactly_as_transformers() {
     let refs = reference();
-    assert!(refs.len() >= 31);
+    assert!(
+        refs.len() >= 56,
+        "31 presets and 25 hand-built family configs"
+    );
     let mut rows = Vec::new();
     let mut failures = Vec::new();
+    let mut families = std::collections::BTreeSet::new();
     for r in &refs {
         let file = r["file"].as_str().unwrap();
-        let preset = presets::model_presets()
-            .iter()
-            .find(|p| p.file == file)
-            .unwrap_or_else(|| panic!("{file} has no preset"));
-        let cfg = presets::model_preset_config(&preset.id).unwrap();
-        let arch = calc_core::parse_hf_config(&cfg).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        let (text, published) = config_text(file);
+        let arch =
+            calc_core::parse_hf_config_str(&text).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        families.insert(r["model_type"].as_str().unwrap().to_string());
         let c = arch.param_counts();
         let want = r["total"].as_u64().unwrap();
         let want_lm = r["language_model"].as_u64().unwrap();
@@ -34,10 +54,13 @@ fn every_preset_config_counts_exactly_as_transformers() {
             want,
             c.total,
             c.total as i64 - want as i64,
-            preset.published_params
+            published
         ));
         if c.total != want || c.language_model != want_lm {
-            failures.push(format!("{file}: total {} (transformers {want}), language model {} (transformers {want_lm})", c.total, c.language_model));
+            failures.push(format!(
+                "{file}: total {} (transformers {want}), language model {} (transformers {want_lm})",
+                c.total, c.language_model
+            ));
         }
     }
     println!(
@@ -48,6 +71,12 @@ fn every_preset_config_counts_exactly_as_transformers() {
         println!("{r}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // every supported family is covered by at least one reference count
+    for f in calc_core::hf::SUPPORTED_FAMILIES {
+        if *f != "qwen2_5_vl_text" {
+            assert!(families.contains(*f), "no reference count for family {f}");
+        }
+    }
 }
 
 /// The committed preset configs are byte-identical to the shared fixtures they were

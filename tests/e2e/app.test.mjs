@@ -72,7 +72,7 @@ test('loads, computes, validates live, exports, copies and restores after reload
   const before8b = await gib(page, '#total-gib');
   await page.selectOption('#model-preset', 'llama-2-70b');
   await page.locator('#model-info', { hasText: 'Llama-2-70b' }).waitFor();
-  assert.match(await page.locator('#model-info').textContent(), /68\.98B parameters, 80 layers/);
+  assert.match(await page.locator('#model-info').textContent(), /llama: 80 layers, hidden 8192, 64 heads \/ 8 KV heads.*68\.98B parameters/);
   const after70b = await gib(page, '#total-gib');
   assert.ok(after70b > before8b, `70B (${after70b}) needs more than 8B (${before8b})`);
 
@@ -138,5 +138,75 @@ test('engine switch shows only the fields that apply', async () => {
   await page.locator('#engine-zero_stage').waitFor({ state: 'visible' });
   assert.equal(await page.locator('#engine-sharding_strategy').isVisible(), false);
   assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('Hugging Face config: paste, upload, fetch by model id, each error kept apart', async () => {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+  const presetFile = f => path.resolve(HERE, '../../presets/models/hf', f);
+  // huggingface.co is stubbed: the test machines have no internet
+  await context.route('https://huggingface.co/**', route => {
+    const url = route.request().url();
+    const headers = { 'access-control-allow-origin': '*' };
+    if (url === 'https://huggingface.co/Qwen/Qwen2.5-0.5B/resolve/main/config.json') {
+      return route.fulfill({ status: 200, headers, contentType: 'application/json', body: readFileSync(presetFile('Qwen__Qwen2.5-0.5B.json'), 'utf8') });
+    }
+    if (url.includes('/meta-llama/')) return route.fulfill({ status: 401, headers, body: 'Access to model is restricted' });
+    if (url.includes('/nobody/')) return route.fulfill({ status: 404, headers, body: 'Repository not found' });
+    return route.abort('internetdisconnected');
+  });
+  const { page, errors } = await openPage(context);
+  await page.click('#hf-import summary');
+
+  // paste a config: parsed, counted and used at once
+  await page.fill('#hf-config-text', readFileSync(presetFile('openai-community__gpt2.json'), 'utf8'));
+  await page.locator('#hf-status', { hasText: 'gpt2: 12 layers, hidden 768' }).waitFor();
+  assert.match(await page.locator('#hf-status').textContent(), /124\.44M parameters/);
+  await page.locator('#model-info', { hasText: '124.44M parameters' }).waitFor();
+  assert.equal(await page.locator('#model-preset').inputValue(), '');
+
+  // invalid JSON and an unsupported family: a message, the last valid model kept
+  await page.fill('#hf-config-text', '{"model_type": "llama", ');
+  await page.locator('#hf-error', { hasText: 'invalid JSON' }).waitFor();
+  await page.fill('#hf-config-text', '{"model_type": "mamba", "hidden_size": 768}');
+  await page.locator('#hf-error', { hasText: 'unsupported model family' }).waitFor();
+  assert.match(await page.locator('#hf-error').textContent(), /deepseek_v3/);
+  assert.match(await page.locator('#model-info').textContent(), /124\.44M parameters/);
+  await page.fill('#hf-config-text', '{"model_type": "llama", "hidden_size": 4000, "num_attention_heads": 3}');
+  await page.locator('#hf-error', { hasText: 'must divide hidden_size' }).waitFor();
+
+  // fetch by model id
+  await page.fill('#hf-model-id', 'Qwen/Qwen2.5-0.5B');
+  await page.click('#hf-fetch');
+  await page.locator('#hf-status', { hasText: '494.03M parameters' }).waitFor();
+  await page.locator('#model-info', { hasText: 'Qwen/Qwen2.5-0.5B: qwen2' }).waitFor();
+  await page.fill('#hf-model-id', 'meta-llama/Llama-3.1-8B');
+  await page.click('#hf-fetch');
+  await page.locator('#hf-error', { hasText: 'gated or private (HTTP 401)' }).waitFor();
+  assert.match(await page.locator('#hf-error').textContent(), /paste or upload/);
+  await page.fill('#hf-model-id', 'nobody/nothing');
+  await page.click('#hf-fetch');
+  await page.locator('#hf-error', { hasText: 'not found' }).waitFor();
+  await page.fill('#hf-model-id', 'offline/model');
+  await page.press('#hf-model-id', 'Enter');
+  await page.locator('#hf-error', { hasText: 'could not reach huggingface.co' }).waitFor();
+  await page.fill('#hf-model-id', '../etc/passwd');
+  await page.click('#hf-fetch');
+  await page.locator('#hf-error', { hasText: 'is not a model id' }).waitFor();
+  assert.match(await page.locator('#model-info').textContent(), /494\.03M parameters/, 'the fetched model is kept');
+
+  // upload a file
+  await page.setInputFiles('#hf-config-file', presetFile('microsoft__phi-2.json'));
+  await page.locator('#hf-status', { hasText: 'phi: 32 layers' }).waitFor();
+  await page.locator('#model-info', { hasText: '2.78B parameters' }).waitFor();
+
+  // the estimate uses it, and the export carries the config
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
+  const exported = JSON.parse(readFileSync(await dl.path(), 'utf8'));
+  assert.equal(exported.model.hf_config.model_type, 'phi');
+  await page.screenshot({ path: path.join(OUT, 'hf-import.png'), fullPage: true });
+
+  // only the stubbed failures may have logged errors
+  assert.deepEqual(errors.filter(e => !/huggingface\.co|ERR_INTERNET_DISCONNECTED|status of 40[14]/.test(e)), []);
   await context.close();
 });

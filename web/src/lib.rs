@@ -7,9 +7,10 @@
 
 pub mod chart;
 pub mod doc;
+pub mod hf_import;
 
 use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
-use calc_core::units::{fmt_count, fmt_gib};
+use calc_core::units::fmt_gib;
 use calc_core::{Config, FieldError, presets};
 use doc::{FieldSpec, Kind, SECTIONS};
 use gloo_storage::{LocalStorage, Storage};
@@ -279,12 +280,15 @@ fn ModelPicker(
     last_good: Memo<Option<Estimate>>,
     errors: Memo<Vec<FieldError>>,
 ) -> impl IntoView {
-    let current = doc.with_untracked(|d| {
-        doc::get(d, "model.preset")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    });
+    // the preset shown follows the document ("" = a Hugging Face config or custom fields)
+    let current = move || {
+        doc.with(|d| {
+            doc::get(d, "model.preset")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        })
+    };
     let error = Memo::new(move |_| {
         errors.with(|e| {
             let msgs: Vec<String> = e
@@ -300,37 +304,26 @@ fn ModelPicker(
             <legend>"Model"</legend>
             <div class="field">
                 <label for="model-preset">"Model preset"</label>
-                <select id="model-preset" aria-describedby="model-preset-help model-preset-error"
+                <select id="model-preset" aria-describedby="model-preset-help model-preset-error" prop:value=current
                     on:change=move |ev| {
                         let id = event_target_value(&ev);
-                        doc.update(|d| doc::set(d, "model", Some(json!({ "preset": id }))));
+                        if !id.is_empty() {
+                            doc.update(|d| doc::set(d, "model", Some(json!({ "preset": id }))));
+                        }
                     }>
-                    {(current.is_empty()).then(|| view! { <option value="" selected=true>"(custom model)"</option> })}
+                    <option value="">"(Hugging Face config or custom fields)"</option>
                     {presets::model_presets()
                         .iter()
-                        .map(|p| {
-                            let selected = p.id == current;
-                            view! { <option value=p.id.clone() selected=selected>{format!("{} ({})", p.name, short_count(&p.published_params))}</option> }
-                        })
+                        .map(|p| view! { <option value=p.id.clone()>{format!("{} ({})", p.name, short_count(&p.published_params))}</option> })
                         .collect_view()}
                 </select>
                 <small id="model-preset-help" class="help">"Architectures from the models' Hugging Face config.json files."</small>
                 <p id="model-preset-error" class="field-error" class:hidden=move || error.with(|e| e.is_none())>{move || error.get().unwrap_or_default()}</p>
             </div>
             <p id="model-info" class="model-info">
-                {move || last_good.with(|e| e.as_ref().map(|e| {
-                    let m = &e.model;
-                    let mut s = format!(
-                        "{}: {} parameters, {} layers, hidden {}, {} heads / {} KV heads, vocab {}",
-                        m.name, fmt_count(e.params.total), m.num_hidden_layers, m.hidden_size,
-                        m.num_attention_heads, m.num_key_value_heads, m.vocab_size
-                    );
-                    if let Some(moe) = &m.moe {
-                        s.push_str(&format!(", {} experts (top-{}), {} active", moe.num_experts, moe.num_experts_per_tok, fmt_count(e.params.active_per_token)));
-                    }
-                    s
-                }).unwrap_or_default())}
+                {move || last_good.with(|e| e.as_ref().map(|e| format!("{}: {}", e.model.name, hf_import::summary(&e.model))).unwrap_or_default())}
             </p>
+            <hf_import::HfImport doc=doc />
         </fieldset>
     }
 }

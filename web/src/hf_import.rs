@@ -1,0 +1,239 @@
+//! "Hugging Face model": a `config.json` pasted, uploaded (both offline), or fetched by model
+//! id from huggingface.co directly in the browser. The config is parsed by `calc_core`; a
+//! valid one becomes the model at once, an invalid one leaves the last valid model in place.
+
+use calc_core::units::fmt_count;
+use calc_core::{FieldError, ModelArch};
+use leptos::prelude::*;
+use serde_json::{Map, Value};
+use wasm_bindgen::JsCast;
+
+/// Where model configs are fetched from.
+pub const HUB: &str = "https://huggingface.co";
+
+/// One line describing a parsed architecture.
+pub fn summary(a: &ModelArch) -> String {
+    let c = a.param_counts();
+    let mut s = format!(
+        "{}: {} layers, hidden {}, {} heads / {} KV heads, vocab {}, {} parameters",
+        a.model_type,
+        a.num_hidden_layers,
+        a.hidden_size,
+        a.num_attention_heads,
+        a.num_key_value_heads,
+        a.vocab_size,
+        fmt_count(c.total)
+    );
+    if let Some(m) = &a.moe {
+        s.push_str(&format!(
+            ", {} experts (top-{}), {} active per token",
+            m.num_experts,
+            m.num_experts_per_tok,
+            fmt_count(c.active_per_token)
+        ));
+    }
+    if let Some(v) = &a.vision {
+        s.push_str(&format!(
+            ", vision tower {} ({} parameters)",
+            v.model_type,
+            fmt_count(c.vision)
+        ));
+    }
+    s
+}
+
+/// Why a model id could not be used, for the user.
+fn id_error(id: &str) -> Option<String> {
+    let ok = !id.is_empty()
+        && id.split('/').count() <= 2
+        && id.split('/').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
+        && !id.contains("..");
+    (!ok).then(|| format!("{id:?} is not a model id; write it as on the Hub, e.g. Qwen/Qwen2.5-7B"))
+}
+
+fn parse_errors(errs: &[FieldError]) -> String {
+    errs.iter()
+        .take(3)
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Fetches `<HUB>/<id>/resolve/main/config.json`. Errors are messages for the user.
+async fn fetch_config(id: &str) -> Result<String, String> {
+    let url = format!("{HUB}/{id}/resolve/main/config.json");
+    let win = web_sys::window().ok_or("no window")?;
+    let resp = wasm_bindgen_futures::JsFuture::from(win.fetch_with_str(&url)).await.map_err(|_| {
+        "could not reach huggingface.co (offline, or blocked by the network). Download the model's config.json \
+         and paste or upload it here instead"
+            .to_string()
+    })?;
+    let resp: web_sys::Response = resp
+        .dyn_into()
+        .map_err(|_| "unexpected fetch result".to_string())?;
+    match resp.status() {
+        200 => {}
+        401 | 403 => {
+            return Err(format!(
+                "{id} is gated or private (HTTP {}): accept its license on huggingface.co, download config.json \
+                 from the model's \"Files\" tab, and paste or upload it here",
+                resp.status()
+            ));
+        }
+        404 => {
+            return Err(format!(
+                "{id} was not found on huggingface.co (HTTP 404): check the model id"
+            ));
+        }
+        s => return Err(format!("huggingface.co answered HTTP {s} for {id}")),
+    }
+    let text = resp
+        .text()
+        .map_err(|_| "could not read the response".to_string())?;
+    let text = wasm_bindgen_futures::JsFuture::from(text)
+        .await
+        .map_err(|_| "could not read the response".to_string())?;
+    text.as_string()
+        .ok_or_else(|| "the response is not text".to_string())
+}
+
+/// The import panel. `doc` is the config document; a valid config replaces its `model`.
+#[component]
+pub fn HfImport(doc: RwSignal<Value>) -> impl IntoView {
+    let status = RwSignal::new(String::new());
+    let error = RwSignal::new(String::new());
+    let model_id = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+
+    // Parses config.json text; a valid config becomes the model (keeping the name given).
+    let use_text = move |text: &str, origin: &str| {
+        let parsed: Result<Value, String> =
+            serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"));
+        let result = parsed.and_then(|v| {
+            calc_core::parse_hf_config(&v)
+                .map(|a| (v, a))
+                .map_err(|e| parse_errors(&e))
+        });
+        match result {
+            Ok((v, arch)) => {
+                let mut model = Map::new();
+                model.insert("hf_config".into(), v);
+                if !origin.is_empty() {
+                    model.insert("name".into(), Value::String(origin.to_string()));
+                }
+                doc.update(|d| crate::doc::set(d, "model", Some(Value::Object(model))));
+                error.set(String::new());
+                status.set(summary(&arch));
+            }
+            Err(e) => {
+                error.set(format!("{e} (the previous model is kept)"));
+                status.set(String::new());
+            }
+        }
+    };
+
+    let on_paste = move |ev| {
+        let text = event_target_value(&ev);
+        if !text.trim().is_empty() {
+            use_text(&text, "");
+        }
+    };
+    let on_file = move |ev: leptos::ev::Event| {
+        let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+        let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) else {
+            return;
+        };
+        let name = file.name();
+        wasm_bindgen_futures::spawn_local(async move {
+            match wasm_bindgen_futures::JsFuture::from(file.text())
+                .await
+                .ok()
+                .and_then(|t| t.as_string())
+            {
+                Some(text) => use_text(&text, ""),
+                None => error.set(format!("could not read {name}")),
+            }
+        });
+    };
+    let on_fetch = move |_| {
+        let id = model_id.get_untracked().trim().to_string();
+        if let Some(e) = id_error(&id) {
+            error.set(e);
+            return;
+        }
+        busy.set(true);
+        status.set(format!("fetching {id} ..."));
+        wasm_bindgen_futures::spawn_local(async move {
+            match fetch_config(&id).await {
+                Ok(text) => use_text(&text, &id),
+                Err(e) => {
+                    error.set(format!("{e} (the previous model is kept)"));
+                    status.set(String::new());
+                }
+            }
+            busy.set(false);
+        });
+    };
+
+    view! {
+        <details class="hf-import" id="hf-import">
+            <summary>"Hugging Face model (config.json)"</summary>
+            <div class="field">
+                <label for="hf-model-id">"Model id"</label>
+                <div class="row">
+                    <input id="hf-model-id" type="text" placeholder="e.g. Qwen/Qwen2.5-7B" autocomplete="off"
+                        aria-describedby="hf-error"
+                        on:input=move |ev| model_id.set(event_target_value(&ev))
+                        on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Enter" { on_fetch(()) } />
+                    <button id="hf-fetch" type="button" on:click=move |_| on_fetch(()) disabled=move || busy.get()>"Fetch"</button>
+                </div>
+                <small class="help">"Fetched from huggingface.co by your browser; gated models need the file pasted instead."</small>
+            </div>
+            <div class="field">
+                <label for="hf-config-text">"Paste config.json"</label>
+                <textarea id="hf-config-text" rows="4" spellcheck="false" placeholder="{ \"model_type\": \"llama\", ... }"
+                    aria-describedby="hf-error" on:input=on_paste></textarea>
+            </div>
+            <div class="field">
+                <label for="hf-config-file">"or upload it"</label>
+                <input id="hf-config-file" type="file" accept=".json,application/json" on:change=on_file />
+            </div>
+            <p id="hf-status" class="model-info" class:hidden=move || status.with(|s| s.is_empty())>{move || status.get()}</p>
+            <p id="hf-error" class="field-error" role="alert" class:hidden=move || error.with(|s| s.is_empty())>{move || error.get()}</p>
+        </details>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_ids() {
+        assert!(id_error("Qwen/Qwen2.5-7B").is_none());
+        assert!(id_error("gpt2").is_none());
+        assert!(id_error("").is_some());
+        assert!(id_error("a/b/c").is_some());
+        assert!(id_error("../etc").is_some());
+        assert!(id_error("x y").is_some());
+    }
+
+    #[test]
+    fn summary_names_the_family_and_count() {
+        let a = calc_core::parse_hf_config(&serde_json::json!({
+            "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true
+        }))
+        .unwrap();
+        assert_eq!(a.param_counts().total, 494_032_768);
+        assert!(
+            summary(&a).starts_with("qwen2: 24 layers, hidden 896, 14 heads / 2 KV heads"),
+            "{}",
+            summary(&a)
+        );
+    }
+}

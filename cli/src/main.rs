@@ -97,6 +97,27 @@ enum Cmd {
     },
     /// Check a config file; print its field errors.
     Validate { file: PathBuf },
+    /// Inverse questions: the largest micro-batch or sequence, the fewest GPUs, the most
+    /// concurrent sequences (inference).
+    Solve {
+        /// The config JSON file.
+        #[arg(long)]
+        config: PathBuf,
+        /// The largest micro-batch that fits (training).
+        #[arg(long, group = "target")]
+        max_batch: bool,
+        /// The longest sequence (training) or context (inference) that fits.
+        #[arg(long, group = "target")]
+        max_seq: bool,
+        /// The fewest GPUs that fit.
+        #[arg(long, group = "target")]
+        min_gpus: bool,
+        /// The most concurrent sequences (inference).
+        #[arg(long, group = "target")]
+        max_concurrency: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// List the model, GPU and example presets.
     Presets {
         #[arg(long)]
@@ -215,6 +236,44 @@ fn run(cli: Cli) -> Result<(), BadInput> {
                 file.display(),
                 cfg.schema_version
             );
+        }
+        Cmd::Solve {
+            config,
+            max_batch,
+            max_seq,
+            min_gpus,
+            max_concurrency,
+            json,
+        } => {
+            use calc_core::solve::{Target, solve};
+            let target = match (max_batch, max_seq, min_gpus, max_concurrency) {
+                (true, ..) => Target::MaxMicroBatch,
+                (_, true, ..) => Target::MaxSequence,
+                (_, _, true, _) => Target::MinGpus,
+                (_, _, _, true) => Target::MaxConcurrency,
+                _ => {
+                    return Err(BadInput(vec![
+                        "choose one of --max-batch, --max-seq, --min-gpus, --max-concurrency"
+                            .into(),
+                    ]));
+                }
+            };
+            let cfg = Config::from_value(read_json(&config, "config")?)?;
+            let s = solve(&cfg, target)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+            } else {
+                out!("{}", s.message);
+                if let Some(e) = &s.estimate {
+                    out!(
+                        "at that value: {} of {} per GPU ({:.1} %), {} estimates",
+                        fmt_gib(e.total_bytes),
+                        fmt_gib(e.gpu_memory_bytes),
+                        100.0 * e.utilization,
+                        s.evaluations
+                    );
+                }
+            }
         }
         Cmd::Presets { json } => print_presets(json),
         Cmd::Params { file, json } => {
@@ -375,6 +434,23 @@ fn print_estimate(e: &Estimate, json: bool) {
         out!(
             "CPU memory per node for offloaded states: {}",
             fmt_gib(e.cpu_memory_bytes)
+        );
+    }
+    if let Some(s) = &e.serving {
+        out!(
+            "vLLM: budget {} ({} x GPU), weights {}, profile activations {}, non-torch {}",
+            fmt_gib(s.budget_bytes),
+            s.gpu_memory_utilization,
+            fmt_gib(s.weights_bytes),
+            fmt_gib(s.peak_activation_bytes),
+            fmt_gib(s.non_torch_bytes)
+        );
+        out!("vLLM: {}", s.message);
+    }
+    if e.trainable_params != e.params.total && e.mode == "training" {
+        out!(
+            "trainable parameters (LoRA adapters): {}",
+            fmt_int(e.trainable_params)
         );
     }
     if e.nvme_bytes > 0 {

@@ -51,6 +51,9 @@ pub struct ActCtx<'a> {
     pub linear_input: u64,
     /// Under PyTorch autocast each linear casts its (fp32) input itself.
     pub autocast: bool,
+    /// LoRA fine-tuning: frozen base layers keep no inputs; targeted ones keep an adapter
+    /// copy of theirs.
+    pub lora: Option<&'a crate::config::Lora>,
 }
 
 /// One saved tensor (or group) with its size.
@@ -118,6 +121,47 @@ fn shared_linear_input(c: &ActCtx, elems: u64, n: u64) -> u64 {
     copies * elems * c.linear_input
 }
 
+/// Bytes a LoRA-targeted linear layer keeps for backward (PEFT `LoraLayer.forward`): its
+/// input cast to the adapter dtype (fp32 copy; under autocast the bf16 cast `lora_A` makes),
+/// with dropout > 0 the dropout output and mask instead, and the `r`-wide `lora_A` output
+/// kept by `lora_B`. `None` without LoRA; `Some(0)` for a frozen, untargeted layer (its
+/// gradient w.r.t. the input needs only the weight).
+fn lora_input(c: &ActCtx, name: &str, tokens: u64, in_dim: u64) -> Option<u64> {
+    let lo = c.lora?;
+    let targeted = match &lo.target_modules {
+        crate::config::TargetModules::All(_) => true,
+        crate::config::TargetModules::List(t) => t.iter().any(|t| crate::lora::matches(name, t)),
+    };
+    if !targeted {
+        return Some(0);
+    }
+    let dtype = if c.autocast || !lo.adapters_fp32 {
+        c.act
+    } else {
+        4
+    };
+    let elems = tokens * in_dim;
+    let input = if lo.dropout > 0.0 {
+        elems * (dtype + 1)
+    } else {
+        elems * dtype
+    };
+    Some(input + tokens * lo.rank * dtype)
+}
+
+/// Inputs kept by the linear layers `names` reading the same `tokens x in_dim` tensor:
+/// LoRA per targeted module, else one shared copy (or one autocast cast each).
+fn linear_inputs(c: &ActCtx, names: &[&str], tokens: u64, in_dim: u64) -> u64 {
+    if c.lora.is_some() {
+        names
+            .iter()
+            .map(|n| lora_input(c, n, tokens, in_dim).unwrap_or(0))
+            .sum()
+    } else {
+        shared_linear_input(c, tokens * in_dim, names.len() as u64)
+    }
+}
+
 /// Attention block of one layer (excluding its input norm).
 fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     let a = c.arch;
@@ -176,11 +220,13 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
         }
         _ => {
             // transformers attention modules (LlamaAttention with sdpa/eager/flash).
-            push(
-                v,
-                "qkv_input",
-                shared_linear_input(c, t * h, if a.fused_qkv { 1 } else { 3 }),
-            );
+            let (qn, kn, vn, qkvn, on) = a.attention_names();
+            let names: Vec<&str> = if a.fused_qkv {
+                vec![qkvn]
+            } else {
+                vec![qn, kn, vn]
+            };
+            push(v, "qkv_input", linear_inputs(c, &names, t, h));
             if let Some(m) = &a.mla {
                 // DeepseekV3Attention: q_a_layernorm / kv_a_layernorm inputs and outputs,
                 // kv_b_proj input.
@@ -221,7 +267,11 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
                 push(v, "attention_lse", c.b * heads * c.s * 4);
             }
             // o_proj input (transpose + contiguous copy of the attention output)
-            push(v, "o_proj_input", o_elems * c.linear_input);
+            push(
+                v,
+                "o_proj_input",
+                lora_input(c, on, t, heads * vd).unwrap_or(o_elems * c.linear_input),
+            );
             push(
                 v,
                 "attention_dropout_mask",
@@ -260,18 +310,22 @@ fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: b
             );
         }
         _ => {
+            let (gate, up, gate_up, down) = a.mlp_names();
             if !input_shared {
-                let n = match a.mlp {
-                    MlpKind::Gated if !a.fused_gate_up => 2,
-                    _ => 1,
+                let names: Vec<&str> = match a.mlp {
+                    MlpKind::Gated if !a.fused_gate_up => vec![gate, up],
+                    MlpKind::Gated => vec![gate_up],
+                    MlpKind::Standard => vec![up],
                 };
-                push(v, "mlp_input", shared_linear_input(c, t * h, n));
+                push(v, "mlp_input", linear_inputs(c, &names, t, h));
             }
+            // the down projection keeps its input (the activated product) when it is trained
+            let down_input = lora_input(c, down, t, i).unwrap_or(t * i * c.linear_input);
             match a.mlp {
                 // gate (act input), act(gate), up (mul inputs), product (down_proj input)
-                MlpKind::Gated => push(v, "gated_mlp", t * i * (3 * c.act + c.linear_input)),
+                MlpKind::Gated => push(v, "gated_mlp", t * i * 3 * c.act + down_input),
                 // fc1 output (activation input) and activation output (fc2 input)
-                MlpKind::Standard => push(v, "mlp", t * i * (c.act + c.linear_input)),
+                MlpKind::Standard => push(v, "mlp", t * i * c.act + down_input),
             }
             push(
                 v,
@@ -433,6 +487,7 @@ mod tests {
             residual: 2,
             linear_input: 2,
             autocast: false,
+            lora: None,
         }
     }
 

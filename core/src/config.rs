@@ -46,11 +46,18 @@ pub struct Config {
     /// Always 1 for this schema. Older documents are migrated on load.
     #[serde(default = "schema_v1")]
     pub schema_version: u32,
+    /// `training` (default; with `training.lora` it is fine-tuning) or `inference`. When left
+    /// out, a document with an `inference` section and no `training` section is inference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
     /// The model: a preset, a Hugging Face `config.json`, or HF-named fields. See [`ModelSpec`].
     #[serde(default)]
     pub model: ModelSpec,
     #[serde(default)]
     pub training: Training,
+    /// Serving / generation settings (mode `inference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference: Option<Inference>,
     #[serde(default)]
     pub parallelism: Parallelism,
     #[serde(default)]
@@ -66,8 +73,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             schema_version: SCHEMA_VERSION,
+            mode: None,
             model: ModelSpec::preset("llama-3.1-8b"),
             training: Training::default(),
+            inference: None,
             parallelism: Parallelism::default(),
             engine: Engine::default(),
             hardware: Hardware::default(),
@@ -103,6 +112,250 @@ impl ModelSpec {
         let mut m = Map::new();
         m.insert("hf_config".into(), config);
         ModelSpec(m)
+    }
+}
+
+/// What is being estimated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A training step (full training, or LoRA/QLoRA fine-tuning with `training.lora`).
+    #[default]
+    Training,
+    /// Generation: prefill and decode with a KV cache, or vLLM-style serving capacity.
+    Inference,
+}
+
+impl Config {
+    /// The mode in effect (see [`Config::mode`]).
+    pub fn effective_mode(&self) -> Mode {
+        match self.mode {
+            Some(m) => m,
+            None if self.inference.is_some() && self.training == Training::default() => {
+                Mode::Inference
+            }
+            None => Mode::Training,
+        }
+    }
+}
+
+/// How weights are stored. Quantized formats apply to the linear layers of the decoder
+/// blocks; embeddings, the LM head, norms, biases and MoE routers stay in 16 bits, as
+/// GPTQ, AWQ, bitsandbytes and compressed-tensors checkpoints keep them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    Fp32,
+    #[default]
+    Bf16,
+    Fp16,
+    /// FP8 E4M3 with one fp32 scale per output channel (compressed-tensors FP8-dynamic).
+    Fp8,
+    /// LLM.int8 (bitsandbytes 8-bit): int8 weights, one fp32 scale per row (`SCB`).
+    Int8,
+    /// GPTQ 4-bit: packed weights, fp16 scales and 4-bit zero points per group of
+    /// `group_size` input channels, int32 `g_idx` per input channel.
+    Int4,
+    /// AWQ 4-bit: as GPTQ without `g_idx`.
+    Awq,
+    /// bitsandbytes NF4 (QLoRA): one absmax per 64 weights, 8-bit with double quantization.
+    Nf4,
+    /// OCP MXFP4: 4-bit weights, one 8-bit (E8M0) scale per 32.
+    Mxfp4,
+}
+
+/// KV-cache element type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvCacheDtype {
+    /// The activation dtype (bf16/fp16: 2 bytes).
+    #[default]
+    Auto,
+    Fp8,
+    /// int8 with an fp16 scale and zero point per token and head.
+    Int8,
+    /// int4 with an fp16 scale and zero point per token and head.
+    Int4,
+}
+
+/// The runtime generating tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InferenceEngine {
+    /// transformers `generate`: the prompt prefilled at once, a dense KV cache.
+    #[default]
+    Hf,
+    /// vLLM: paged KV cache sized from `gpu_memory_utilization` after a profiling run
+    /// (`max_num_batched_tokens` tokens, `max_num_seqs` sampled rows); MLA as latents.
+    Vllm,
+}
+
+fn default_context() -> u64 {
+    4096
+}
+fn default_util() -> f64 {
+    0.9
+}
+fn default_batched() -> u64 {
+    8192
+}
+fn default_seqs() -> u64 {
+    1024
+}
+fn default_group() -> u64 {
+    128
+}
+fn yes() -> bool {
+    true
+}
+
+/// The `inference` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inference {
+    /// Sequences generated together. Default 1.
+    #[serde(default = "one", deserialize_with = "units::de_count")]
+    pub batch_size: u64,
+    /// Tokens per sequence: prompt plus generated. Default 4096.
+    #[serde(default = "default_context", deserialize_with = "units::de_count")]
+    pub context_len: u64,
+    /// Prompt tokens (the prefill). Default: `context_len`.
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_len: Option<u64>,
+    /// Default `bf16`.
+    #[serde(default)]
+    pub weight_format: WeightFormat,
+    /// Input channels per quantization group for `int4` / `awq` (default 128).
+    #[serde(default = "default_group", deserialize_with = "units::de_count")]
+    pub group_size: u64,
+    /// Asymmetric quantization with zero points (`int4` / `awq`; default true).
+    #[serde(default = "yes")]
+    pub zero_point: bool,
+    /// Double quantization of the NF4 absmax (bitsandbytes `bnb_4bit_use_double_quant`, default true).
+    #[serde(default = "yes")]
+    pub double_quant: bool,
+    /// Default `auto`.
+    #[serde(default)]
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Default `sdpa`.
+    #[serde(default)]
+    pub attention: Attention,
+    /// Prefill in chunks of this many tokens (chunked prefill). Default: the whole prompt.
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prefill_chunk: Option<u64>,
+    /// Positions whose logits are computed (transformers `logits_to_keep`). Default 1.
+    #[serde(default = "one", deserialize_with = "units::de_count")]
+    pub logits_to_keep: u64,
+    /// Default `hf`.
+    #[serde(default)]
+    pub engine: InferenceEngine,
+    /// vLLM `gpu_memory_utilization` (default 0.9).
+    #[serde(default = "default_util")]
+    pub gpu_memory_utilization: f64,
+    /// vLLM `max_model_len` (default: `context_len`).
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_model_len: Option<u64>,
+    /// vLLM `max_num_batched_tokens` (default 8192).
+    #[serde(default = "default_batched", deserialize_with = "units::de_count")]
+    pub max_num_batched_tokens: u64,
+    /// vLLM `max_num_seqs` (default 1024).
+    #[serde(default = "default_seqs", deserialize_with = "units::de_count")]
+    pub max_num_seqs: u64,
+}
+
+impl Default for Inference {
+    fn default() -> Self {
+        Inference {
+            batch_size: 1,
+            context_len: 4096,
+            prompt_len: None,
+            weight_format: WeightFormat::Bf16,
+            group_size: 128,
+            zero_point: true,
+            double_quant: true,
+            kv_cache_dtype: KvCacheDtype::Auto,
+            attention: Attention::Sdpa,
+            prefill_chunk: None,
+            logits_to_keep: 1,
+            engine: InferenceEngine::Hf,
+            gpu_memory_utilization: 0.9,
+            max_model_len: None,
+            max_num_batched_tokens: 8192,
+            max_num_seqs: 1024,
+        }
+    }
+}
+
+/// Which linear modules get LoRA adapters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TargetModules {
+    /// `"all-linear"`: every linear layer of the decoder blocks (PEFT), not the LM head.
+    All(String),
+    /// Module names as in transformers (`q_proj`, `v_proj`, `down_proj`, `c_attn`, ...):
+    /// a module is targeted when its name ends with one of them (PEFT suffix matching).
+    List(Vec<String>),
+}
+
+fn default_rank() -> u64 {
+    8
+}
+fn default_alpha() -> f64 {
+    16.0
+}
+fn default_targets() -> TargetModules {
+    TargetModules::List(vec!["q_proj".into(), "v_proj".into()])
+}
+
+/// LoRA / QLoRA fine-tuning (PEFT `LoraConfig`): adapters `B (out x r) A (r x in)` on the
+/// targeted modules; the base model is frozen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lora {
+    /// `r` (default 8).
+    #[serde(default = "default_rank", deserialize_with = "units::de_count")]
+    pub rank: u64,
+    /// `lora_alpha` (default 16; no effect on memory).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// Default `["q_proj", "v_proj"]`.
+    #[serde(default = "default_targets")]
+    pub target_modules: TargetModules,
+    /// `lora_dropout` (default 0): a dropout mask and copy per targeted input when > 0.
+    #[serde(default)]
+    pub dropout: f64,
+    /// Format of the frozen base weights: `bf16` (LoRA), `nf4` (QLoRA), `int8`, ...
+    /// Default `bf16` (`fp32` under precision fp32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_weight_format: Option<WeightFormat>,
+    /// Adapter weights in fp32 (PEFT's default `autocast_adapter_dtype=True`); false: in the
+    /// training dtype.
+    #[serde(default = "yes")]
+    pub adapters_fp32: bool,
+}
+
+impl Default for Lora {
+    fn default() -> Self {
+        Lora {
+            rank: 8,
+            alpha: 16.0,
+            target_modules: default_targets(),
+            dropout: 0.0,
+            base_weight_format: None,
+            adapters_fp32: true,
+        }
     }
 }
 
@@ -223,6 +476,9 @@ pub struct Training {
     /// (torchtune `optimizer_in_bwd`). Default false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub optimizer_in_backward: bool,
+    /// LoRA / QLoRA fine-tuning. Default: full training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<Lora>,
 }
 
 impl Default for Training {
@@ -239,6 +495,7 @@ impl Default for Training {
             loss: LossImpl::default(),
             accumulate_grads_in_fp32: None,
             optimizer_in_backward: false,
+            lora: None,
         }
     }
 }

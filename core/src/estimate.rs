@@ -42,6 +42,9 @@ pub const COMPONENTS: &[&str] = &[
     "communication_buffers",
     "optimizer_temporaries",
     "backward_temporaries",
+    "adapter_weights",
+    "dequantization_buffers",
+    "kv_cache",
 ];
 
 /// Overhead names, in display order.
@@ -132,6 +135,40 @@ pub struct Estimate {
     pub details: Vec<ComponentDetail>,
     /// Notes on the input (e.g. sequence longer than the model's context).
     pub warnings: Vec<String>,
+    /// `training` or `inference`.
+    pub mode: String,
+    /// Trainable parameters (all of them, or the LoRA adapters).
+    pub trainable_params: u64,
+    /// vLLM serving capacity (inference with engine `vllm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<ServingEstimate>,
+}
+
+/// vLLM-style serving capacity for one GPU (vllm/v1/worker/gpu_worker.py
+/// `determine_available_memory`, vllm/v1/core/kv_cache_utils.py).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingEstimate {
+    pub gpu_memory_utilization: f64,
+    /// GPU memory x utilization: what vLLM may use.
+    pub budget_bytes: u64,
+    pub weights_bytes: u64,
+    /// Peak activation of the profiling run (forward of max_num_batched_tokens, sampler).
+    pub peak_activation_bytes: u64,
+    /// Memory allocated outside PyTorch after start-up (kernels, NCCL).
+    pub non_torch_bytes: u64,
+    /// Budget minus the above (negative: no room for a KV cache).
+    pub kv_cache_bytes: i64,
+    /// KV-cache bytes per token (all layers of this GPU).
+    pub kv_bytes_per_token: u64,
+    /// Tokens the KV cache holds.
+    pub kv_cache_tokens: u64,
+    pub max_model_len: u64,
+    /// Sequences of `max_model_len` tokens that fit at once (vLLM "Maximum concurrency").
+    pub max_concurrency: f64,
+    /// The KV cache holds at least one sequence of `max_model_len` tokens.
+    pub fits: bool,
+    /// What vLLM would report.
+    pub message: String,
 }
 
 /// Estimates memory per GPU for a config.
@@ -139,7 +176,10 @@ pub struct Estimate {
 /// Errors: every invalid field, as [`FieldError`]s (see [`resolve::resolve`]).
 pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
     let r = resolve::resolve(config)?;
-    Ok(estimate_resolved(&r))
+    Ok(match config.effective_mode() {
+        crate::config::Mode::Training => estimate_resolved(&r),
+        crate::config::Mode::Inference => crate::inference::estimate_inference(&r),
+    })
 }
 
 /// Parameter tensors held by one GPU of a pipeline stage.
@@ -164,19 +204,19 @@ struct RankParams {
     opt_expert: u64,
 }
 
-struct Stage {
-    index: u64,
-    dense_layers: u64,
-    moe_layers: u64,
-    has_embedding: bool,
-    has_head: bool,
+pub(crate) struct Stage {
+    pub index: u64,
+    pub dense_layers: u64,
+    pub moe_layers: u64,
+    pub has_embedding: bool,
+    pub has_head: bool,
     /// Micro-batches whose activations the stage holds at once, as a rational
     /// (numerator, denominator) to keep the interleaved penalty exact.
     inflight: (u64, u64),
 }
 
 /// Element shapes (rows, cols) of one copy of a group on one tensor-parallel rank.
-fn rank_tensors(g: &ParamGroup, tp: u64) -> Vec<(u64, u64)> {
+pub(crate) fn rank_tensors(g: &ParamGroup, tp: u64) -> Vec<(u64, u64)> {
     let split = |n: u64| n.div_ceil(tp.max(1));
     match (g.tp, g.shape) {
         (
@@ -235,7 +275,7 @@ fn rank_tensors(g: &ParamGroup, tp: u64) -> Vec<(u64, u64)> {
 
 /// The candidate most loaded stages: the first (embedding, most in-flight micro-batches),
 /// the second (the fullest middle stage) and the last (final norm, LM head, loss).
-fn stages(r: &Resolved) -> Vec<Stage> {
+pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
     let ga = r.config.training.gradient_accumulation_steps;
@@ -271,88 +311,113 @@ fn stages(r: &Resolved) -> Vec<Stage> {
         .collect()
 }
 
-/// Parameters held by one GPU of `stage`.
-fn rank_params(r: &Resolved, stage: &Stage, layout_tp: u64, persistence: u64) -> RankParams {
+/// A parameter group held by the GPUs of a pipeline stage, with how many times the stage
+/// holds it (its layer count) and which decoder-layer kind it belongs to (`None`:
+/// embeddings, final norm, LM head).
+pub(crate) struct StageGroup {
+    pub group: ParamGroup,
+    pub times: u64,
+    pub layer: Option<FfnKind>,
+}
+
+/// Every parameter group of a pipeline stage.
+pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
     let a = &r.arch;
-    let tp = layout_tp;
-    let ep = r.layout.expert_parallel_size;
-    let layout = optimizer_layout(r);
-    let state = r.bytes.state;
-    let mut p = RankParams::default();
-    let add = |groups: &[ParamGroup], times: u64, p: &mut RankParams, layer: bool| {
-        let mut layer_total = 0u64;
-        for g in groups {
-            let copies = if g.part == Part::Experts {
-                g.copies.div_ceil(ep)
-            } else {
-                g.copies
-            };
-            let shapes = rank_tensors(g, tp);
-            let one: u64 = shapes.iter().map(|(r, c)| r * c).sum();
-            let n = one * copies;
-            let is_expert = g.part == Part::Experts;
-            if is_expert {
-                p.expert += n * times;
-            } else {
-                p.dense += n * times;
-            }
-            if matches!(g.shape, Shape::Linear { .. }) {
-                p.linear += shapes[0].0 * shapes[0].1 * copies * times;
-            }
-            // transformers 5 stores each MoE block's experts as one module
-            let module = if is_expert { n } else { one };
-            p.largest_module = p.largest_module.max(module);
-            let small: u64 = shapes
-                .iter()
-                .map(|(r, c)| r * c)
-                .filter(|n| *n < persistence)
-                .sum();
-            p.small += small * copies * times;
-            let opt: u64 = shapes
-                .iter()
-                .map(|(r, c)| optimizer::state_bytes_for_tensor(layout, *r, *c, state))
-                .sum();
-            if is_expert {
-                p.opt_expert += opt * copies * times;
-            } else {
-                p.opt_dense += opt * copies * times;
-            }
-            layer_total += n;
-        }
-        if layer {
-            p.largest_layer = p.largest_layer.max(layer_total);
-        } else {
-            p.root += layer_total * times;
+    let inv = a.inventory();
+    let mut out = Vec::new();
+    let mut push = |groups: &[ParamGroup], times: u64, layer: Option<FfnKind>| {
+        if times > 0 {
+            out.extend(groups.iter().map(|g| StageGroup {
+                group: g.clone(),
+                times,
+                layer,
+            }));
         }
     };
-    let inv = a.inventory();
-    add(&inv.dense_layer, stage.dense_layers, &mut p, true);
-    if stage.moe_layers > 0 {
-        add(&inv.moe_layer, stage.moe_layers, &mut p, true);
-    }
-    let model_groups = inv.model;
-    let pp = r.layout.pipeline_parallel_size;
-    let first: Vec<ParamGroup> = model_groups
+    push(&inv.dense_layer, stage.dense_layers, Some(FfnKind::Dense));
+    push(&inv.moe_layer, stage.moe_layers, Some(FfnKind::Moe));
+    let first: Vec<ParamGroup> = inv
+        .model
         .iter()
         .filter(|g| g.part == Part::Embeddings)
         .cloned()
         .collect();
-    let mut last: Vec<ParamGroup> = model_groups
+    let mut last: Vec<ParamGroup> = inv
+        .model
         .iter()
         .filter(|g| g.part != Part::Embeddings)
         .cloned()
         .collect();
-    if pp > 1 && a.tie_word_embeddings {
+    if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
         // Megatron keeps a copy of the tied word embedding on the last stage for the
         // output layer (its gradients are all-reduced with the first stage's).
         last.extend(first.iter().filter(|g| g.name != "wpe").cloned());
     }
     if stage.has_embedding {
-        add(&first, 1, &mut p, false);
+        push(&first, 1, None);
     }
     if stage.has_head {
-        add(&last, 1, &mut p, false);
+        push(&last, 1, None);
     }
+    out
+}
+
+/// Copies of a group one GPU holds (routed experts are divided over expert parallelism).
+pub(crate) fn copies_on_gpu(g: &ParamGroup, ep: u64) -> u64 {
+    if g.part == Part::Experts {
+        g.copies.div_ceil(ep)
+    } else {
+        g.copies
+    }
+}
+
+/// Parameters held by one GPU of `stage`.
+fn rank_params(r: &Resolved, stage: &Stage, tp: u64, persistence: u64) -> RankParams {
+    let ep = r.layout.expert_parallel_size;
+    let layout = optimizer_layout(r);
+    let state = r.bytes.state;
+    let mut p = RankParams::default();
+    let mut layer_totals = [0u64; 2];
+    for sg in stage_groups(r, stage) {
+        let (g, times) = (&sg.group, sg.times);
+        let copies = copies_on_gpu(g, ep);
+        let shapes = rank_tensors(g, tp);
+        let one: u64 = shapes.iter().map(|(r, c)| r * c).sum();
+        let n = one * copies;
+        let is_expert = g.part == Part::Experts;
+        if is_expert {
+            p.expert += n * times;
+        } else {
+            p.dense += n * times;
+        }
+        if matches!(g.shape, Shape::Linear { .. }) {
+            p.linear += shapes[0].0 * shapes[0].1 * copies * times;
+        }
+        // transformers 5 stores each MoE block's experts as one module
+        let module = if is_expert { n } else { one };
+        p.largest_module = p.largest_module.max(module);
+        let small: u64 = shapes
+            .iter()
+            .map(|(r, c)| r * c)
+            .filter(|n| *n < persistence)
+            .sum();
+        p.small += small * copies * times;
+        let opt: u64 = shapes
+            .iter()
+            .map(|(r, c)| optimizer::state_bytes_for_tensor(layout, *r, *c, state))
+            .sum();
+        if is_expert {
+            p.opt_expert += opt * copies * times;
+        } else {
+            p.opt_dense += opt * copies * times;
+        }
+        match sg.layer {
+            Some(FfnKind::Dense) => layer_totals[0] += n,
+            Some(FfnKind::Moe) => layer_totals[1] += n,
+            None => p.root += n * times,
+        }
+    }
+    p.largest_layer = layer_totals[0].max(layer_totals[1]);
     p
 }
 
@@ -730,6 +795,7 @@ fn act_ctx<'a>(r: &'a Resolved) -> ActCtx<'a> {
         residual: if autocast { 4 } else { b.activation },
         linear_input: b.linear_input,
         autocast,
+        lora: r.config.training.lora.as_ref(),
     }
 }
 
@@ -878,7 +944,7 @@ fn logits_bytes(r: &Resolved, c: &ActCtx) -> (u64, u64, String) {
     }
 }
 
-fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
+pub(crate) fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
     let mut m: IndexMap<String, u64> = COMPONENTS.iter().map(|c| (c.to_string(), 0)).collect();
     for (k, v) in values {
         *m.entry(k.to_string()).or_default() += v;
@@ -886,9 +952,131 @@ fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
     m
 }
 
+/// The weight shards of an engine: how many GPUs one copy of the weights is spread over.
+fn weight_shard(r: &Resolved) -> u64 {
+    let dp = r.layout.data_parallel_size;
+    match &r.config.engine {
+        Engine::Deepspeed(z) if z.zero_stage == 3 => dp,
+        Engine::Fsdp(f) => match f.sharding_strategy {
+            ShardingStrategy::FullShard | ShardingStrategy::ShardGradOp => dp,
+            ShardingStrategy::HybridShard => f
+                .hybrid_shard_group_size
+                .unwrap_or(r.layout.gpus_per_node)
+                .min(dp)
+                .max(1),
+            ShardingStrategy::NoShard => 1,
+        },
+        _ => 1,
+    }
+}
+
+/// Model states under LoRA: the engine's rules applied to the adapters (trainable, in
+/// fp32 by default: PEFT `autocast_adapter_dtype=True`), plus the frozen base weights in
+/// their format, sharded as the engine shards weights (no gradients, no optimizer states).
+fn lora_states(
+    r: &Resolved,
+    st: &Stage,
+    base: &RankParams,
+    lora: &crate::config::Lora,
+    persistence: u64,
+) -> States {
+    use crate::lora::{adapter_params, is_targeted};
+    let tp = r.layout.tensor_parallel_size;
+    let ep = r.layout.expert_parallel_size;
+    let layout = optimizer_layout(r);
+    let b = r.bytes;
+    let adapter_bytes: u64 = if lora.adapters_fp32 || b.weight == 4 {
+        4
+    } else {
+        2
+    };
+    let mut pa = RankParams::default();
+    for sg in stage_groups(r, st) {
+        let g = &sg.group;
+        if !is_targeted(g, lora) {
+            continue;
+        }
+        let copies = copies_on_gpu(g, ep) * sg.times;
+        let one = adapter_params(g, lora.rank, tp);
+        pa.dense += one * copies;
+        pa.linear += one * copies;
+        pa.largest_module = pa.largest_module.max(one);
+        pa.largest_layer = pa.largest_layer.max(one);
+        if one < persistence {
+            pa.small += one * copies;
+        }
+        // A (r x in) and B (out x r)
+        let (i, o) = match g.shape {
+            Shape::Linear {
+                in_features,
+                out_features,
+                ..
+            } => (in_features, out_features),
+            _ => (0, 0),
+        };
+        pa.opt_dense += copies
+            * (optimizer::state_bytes_for_tensor(layout, lora.rank, i, adapter_bytes)
+                + optimizer::state_bytes_for_tensor(layout, o, lora.rank, adapter_bytes));
+    }
+    let mut rl = r.clone();
+    rl.bytes = precision::StateBytes {
+        weight: adapter_bytes,
+        grad: adapter_bytes,
+        master: 0,
+        state: adapter_bytes,
+        grad_accum: 0,
+        autocast_weight_copy: if b.autocast_weight_copy > 0 { 2 } else { 0 },
+        fp8_weight_cache: 0,
+        ..b
+    };
+    let mut s = states(&rl, &pa);
+    let base_format = lora_base_format(r, lora);
+    let frozen = crate::inference::stage_weight_bytes(r, st, base_format, 64, true, true);
+    let shard = weight_shard(r);
+    s.weights += frozen.div_ceil(shard);
+    if shard > 1 {
+        // the frozen base is gathered like full weights: per module under ZeRO-3, root
+        // unit plus two layers under FSDP (in its stored format)
+        let per_elem = frozen as f64 / (base.dense + base.expert).max(1) as f64;
+        let live = match &r.config.engine {
+            Engine::Fsdp(f) if f.sharding_strategy == ShardingStrategy::ShardGradOp => {
+                base.dense + base.expert
+            }
+            Engine::Fsdp(_) => base.root + 2 * base.largest_layer,
+            _ => base.largest_module + 50_000_000,
+        };
+        s.gathered = (live as f64 * per_elem) as u64;
+    }
+    s.notes.push((
+        "weights".into(),
+        format!(
+            "frozen base in {:?} ({} B) + {} adapter params x {} B",
+            base_format, frozen, pa.dense, adapter_bytes
+        )
+        .to_lowercase(),
+        "PEFT LoRA (Hu et al. 2021): only A and B are trained".into(),
+    ));
+    s
+}
+
+/// The storage format of the frozen base weights under LoRA.
+pub(crate) fn lora_base_format(
+    r: &Resolved,
+    lora: &crate::config::Lora,
+) -> crate::config::WeightFormat {
+    use crate::config::WeightFormat;
+    lora.base_weight_format
+        .unwrap_or(if r.config.training.precision == Precision::Fp32 {
+            WeightFormat::Fp32
+        } else {
+            WeightFormat::Bf16
+        })
+}
+
 struct StageResult {
     stage: u64,
     layers: u64,
+    trainable: u64,
     params_on_gpu: u64,
     phases: Vec<PhaseEstimate>,
     peak: usize,
@@ -903,7 +1091,26 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         _ => 0,
     };
     let p = rank_params(r, st, r.layout.tensor_parallel_size, persistence);
-    let s = states(r, &p);
+    let lora = r.config.training.lora.as_ref();
+    let s = match lora {
+        None => states(r, &p),
+        Some(lo) => lora_states(r, st, &p, lo, persistence),
+    };
+    // QLoRA / quantized bases: bitsandbytes dequantizes each linear weight to 16 bits for its
+    // matmul, forward and backward (MatMul4Bit): one layer's worth at a time
+    let dequant = match lora {
+        Some(lo)
+            if !matches!(
+                lora_base_format(r, lo),
+                crate::config::WeightFormat::Bf16
+                    | crate::config::WeightFormat::Fp16
+                    | crate::config::WeightFormat::Fp32
+            ) =>
+        {
+            2 * crate::inference::largest_quantized_matrix(r, st)
+        }
+        _ => 0,
+    };
     let c = act_ctx(r);
     let act = stage_activations(r, st, &c);
     let (logits_fwd, logits_bwd, logits_formula) = if st.has_head {
@@ -930,6 +1137,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         ("logits", logits_fwd),
         ("gathered_parameters", s.gathered),
         ("autocast_weight_copies", s.autocast),
+        ("dequantization_buffers", dequant),
     ]);
     // backward: the larger of its start and its end, plus one layer's temporaries
     let start = act.total + logits_bwd + s.autocast + grads_fwd;
@@ -948,6 +1156,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
     bwd.extend([
         ("gathered_parameters", s.gathered + s.gathered_grads),
         ("backward_temporaries", act.transient),
+        ("dequantization_buffers", dequant),
     ]);
     let mut step: Vec<(&str, u64)> = common.to_vec();
     step.extend([
@@ -977,6 +1186,10 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         stage: st.index,
         layers: st.dense_layers + st.moe_layers,
         params_on_gpu: p.dense + p.expert,
+        trainable: match lora {
+            Some(lo) => crate::lora::total_adapter_params(&r.arch, lo),
+            None => r.params.total,
+        },
         phases,
         peak,
         states: s,
@@ -1222,5 +1435,8 @@ pub fn estimate_resolved(r: &Resolved) -> Estimate {
         nvme_bytes: best.states.nvme,
         details,
         warnings,
+        mode: "training".into(),
+        trainable_params: best.trainable,
+        serving: None,
     }
 }

@@ -28,13 +28,16 @@ pub mod config;
 pub mod error;
 pub mod estimate;
 pub mod hf;
+pub mod inference;
 pub mod limits;
+pub mod lora;
 pub mod model;
 pub mod optimizer;
 pub mod precision;
 pub mod presets;
 pub mod resolve;
 pub mod seed;
+pub mod solve;
 pub mod units;
 
 pub use config::{Config, SCHEMA_VERSION};

@@ -397,7 +397,7 @@ impl ModelArch {
 
     /// Module names of the attention projections for this family, in the order q, k, v, o
     /// (or fused qkv, o).
-    fn attention_names(
+    pub(crate) fn attention_names(
         &self,
     ) -> (
         &'static str,
@@ -416,7 +416,7 @@ impl ModelArch {
     }
 
     /// Module names of the MLP: (gate, up, fused gate_up, down).
-    fn mlp_names(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+    pub(crate) fn mlp_names(&self) -> (&'static str, &'static str, &'static str, &'static str) {
         match self.model_type.as_str() {
             "gpt2" => ("gate", "c_fc", "c_fc", "c_proj"),
             "phi" => ("gate", "fc1", "fc1", "fc2"),

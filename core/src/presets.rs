@@ -30,8 +30,11 @@ pub struct GpuPreset {
     /// The preset id used in `hardware.gpu` (`h100-80gb`).
     pub id: String,
     pub name: String,
-    /// Capacity in bytes as the driver reports it.
+    /// Capacity in bytes as the driver reports it (nvidia-smi).
     pub memory_bytes: u64,
+    /// Total memory CUDA reports to PyTorch, where measured; the capacity used when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_total_bytes: Option<u64>,
     /// CUDA context and driver memory outside PyTorch's allocator, MiB.
     pub cuda_context_mib: f64,
     /// Architecture family (`ampere`, `hopper`, ...).
@@ -58,6 +61,13 @@ pub fn model_presets() -> &'static [ModelPreset] {
             .map(|i| i.models)
             .unwrap_or_default()
     })
+}
+
+impl GpuPreset {
+    /// The capacity estimates are checked against: CUDA's total where known, else the driver's.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.cuda_total_bytes.unwrap_or(self.memory_bytes)
+    }
 }
 
 /// All GPU presets.

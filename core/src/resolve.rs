@@ -383,6 +383,251 @@ fn split_layers(
     }
 }
 
+/// Checks the training engine against the layout; returns its framework and ZeRO stage.
+fn training_engine(
+    config: &Config,
+    e: &mut Errors,
+    layout: Option<&Layout>,
+    sizes: (u64, u64, u64, u64),
+) -> (Framework, u8) {
+    let (tp, pp, cp, ep) = sizes;
+    match &config.engine {
+        Engine::Ddp(d) => {
+            if !(d.bucket_cap_mb.is_finite() && d.bucket_cap_mb > 0.0 && d.bucket_cap_mb <= 65536.0)
+            {
+                e.add(
+                    "engine.bucket_cap_mb",
+                    d.bucket_cap_mb,
+                    "must be a number from 0 to 65536 (MiB)",
+                );
+            }
+            for (f, v) in [
+                ("parallelism.tensor_parallel_size", tp),
+                ("parallelism.pipeline_parallel_size", pp),
+                ("parallelism.context_parallel_size", cp),
+                ("parallelism.expert_parallel_size", ep),
+            ] {
+                if v > 1 {
+                    e.add(f, v, "engine ddp is data parallel only; use megatron, megatron_deepspeed or fsdp for model parallelism");
+                }
+            }
+            (Framework::Torch, 0)
+        }
+        Engine::Deepspeed(z) => {
+            if z.zero_stage > 3 {
+                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
+            }
+            if z.zero_stage == 3 && tp > 1 {
+                e.add(
+                    "parallelism.tensor_parallel_size",
+                    tp,
+                    "ZeRO-3 with tensor parallelism is not supported by plain DeepSpeed; use megatron_deepspeed or ZeRO 0-2 (AutoTP)",
+                );
+            }
+            if pp > 1 && z.zero_stage > 1 {
+                e.add(
+                    "engine.zero_stage",
+                    z.zero_stage,
+                    "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
+                );
+            }
+            if z.offload_param != Offload::None && z.zero_stage != 3 {
+                e.add(
+                    "engine.offload_param",
+                    format!("{:?}", z.offload_param).to_lowercase(),
+                    "parameter offload needs zero_stage 3",
+                );
+            }
+            if z.offload_optimizer != Offload::None && z.zero_stage == 0 {
+                e.add(
+                    "engine.offload_optimizer",
+                    format!("{:?}", z.offload_optimizer).to_lowercase(),
+                    "optimizer offload needs zero_stage 1, 2 or 3",
+                );
+            }
+            for (f, v) in [
+                ("engine.reduce_bucket_size", z.reduce_bucket_size),
+                (
+                    "engine.stage3_prefetch_bucket_size",
+                    z.stage3_prefetch_bucket_size,
+                ),
+                (
+                    "engine.stage3_max_live_parameters",
+                    z.stage3_max_live_parameters,
+                ),
+            ] {
+                e.range(f, v, 1, limits::MAX_PARAMS);
+            }
+            (Framework::DeepSpeed, z.zero_stage)
+        }
+        Engine::Fsdp(f) => {
+            if let Some(g) = f.hybrid_shard_group_size {
+                if f.sharding_strategy != ShardingStrategy::HybridShard {
+                    e.add(
+                        "engine.hybrid_shard_group_size",
+                        g,
+                        "only applies to sharding_strategy HYBRID_SHARD",
+                    );
+                } else if let Some(l) = layout
+                    && (g == 0 || l.data_parallel_size % g != 0)
+                {
+                    e.add(
+                        "engine.hybrid_shard_group_size",
+                        g,
+                        format!("must divide data_parallel_size ({})", l.data_parallel_size),
+                    );
+                }
+            }
+            (Framework::Torch, 0)
+        }
+        Engine::Megatron(_) => (Framework::Megatron, 0),
+        Engine::MegatronDeepspeed(z) => {
+            if z.zero_stage > 3 {
+                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
+            }
+            if pp > 1 && z.zero_stage > 1 {
+                e.add(
+                    "engine.zero_stage",
+                    z.zero_stage,
+                    "Megatron-DeepSpeed supports ZeRO stage 0 or 1 with pipeline parallelism",
+                );
+            }
+            if z.offload_param != Offload::None && z.zero_stage != 3 {
+                e.add(
+                    "engine.offload_param",
+                    format!("{:?}", z.offload_param).to_lowercase(),
+                    "parameter offload needs zero_stage 3",
+                );
+            }
+            (Framework::DeepSpeed, z.zero_stage)
+        }
+    }
+}
+
+/// Checks the `inference` section.
+fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut Errors) {
+    use crate::config::WeightFormat;
+    let inf = config.inference.clone().unwrap_or_default();
+    e.range("inference.batch_size", inf.batch_size, 1, limits::MAX_BATCH);
+    e.range("inference.context_len", inf.context_len, 1, limits::MAX_SEQ);
+    if let Some(p) = inf.prompt_len {
+        e.range("inference.prompt_len", p, 1, inf.context_len.max(1));
+    }
+    if let Some(c) = inf.prefill_chunk {
+        e.range("inference.prefill_chunk", c, 1, limits::MAX_SEQ);
+    }
+    e.range(
+        "inference.logits_to_keep",
+        inf.logits_to_keep,
+        1,
+        inf.context_len.max(1),
+    );
+    e.range(
+        "inference.group_size",
+        inf.group_size,
+        1,
+        limits::MAX_HIDDEN,
+    );
+    if !(inf.gpu_memory_utilization > 0.0 && inf.gpu_memory_utilization <= 1.0) {
+        e.add(
+            "inference.gpu_memory_utilization",
+            inf.gpu_memory_utilization,
+            "must be a number above 0 and at most 1",
+        );
+    }
+    if let Some(m) = inf.max_model_len {
+        e.range("inference.max_model_len", m, 1, limits::MAX_SEQ);
+    }
+    e.range(
+        "inference.max_num_batched_tokens",
+        inf.max_num_batched_tokens,
+        1,
+        limits::MAX_SEQ,
+    );
+    e.range(
+        "inference.max_num_seqs",
+        inf.max_num_seqs,
+        1,
+        limits::MAX_BATCH,
+    );
+    // group-wise formats need every quantized input dimension (per TP rank) to split into
+    // whole groups (GPTQ/AWQ kernels require in_features % group_size == 0)
+    if let (Some(a), WeightFormat::Int4 | WeightFormat::Awq) = (arch, inf.weight_format) {
+        let g = inf.group_size.max(1);
+        let inv = a.inventory();
+        for grp in inv.dense_layer.iter().chain(inv.moe_layer.iter()) {
+            if !crate::inference::is_quantized(grp.part, &grp.shape) {
+                continue;
+            }
+            let cols = crate::estimate::rank_tensors(grp, tp)[0].1;
+            if !cols.is_multiple_of(g) {
+                e.add(
+                    "inference.group_size",
+                    g,
+                    format!("must divide the input size of every quantized layer; {} has {cols} inputs per GPU", grp.name),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Checks `training.lora` against the model and the engine.
+fn check_lora(
+    lora: &crate::config::Lora,
+    arch: Option<&ModelArch>,
+    engine: &Engine,
+    e: &mut Errors,
+) {
+    e.range("training.lora.rank", lora.rank, 1, limits::MAX_HIDDEN);
+    if !(0.0..1.0).contains(&lora.dropout) {
+        e.add(
+            "training.lora.dropout",
+            lora.dropout,
+            "must be a number from 0 to below 1",
+        );
+    }
+    if !lora.alpha.is_finite() {
+        e.add("training.lora.alpha", lora.alpha, "must be a number");
+    }
+    if matches!(engine, Engine::Megatron(_) | Engine::MegatronDeepspeed(_)) {
+        e.add("training.lora", "{...}", "LoRA is modelled for the ddp, deepspeed and fsdp engines (PEFT on Hugging Face models)");
+    }
+    let Some(a) = arch else { return };
+    match &lora.target_modules {
+        crate::config::TargetModules::All(s) if s != "all-linear" => {
+            e.add(
+                "training.lora.target_modules",
+                format!("{s:?}"),
+                "must be \"all-linear\" or a list of module names",
+            );
+        }
+        crate::config::TargetModules::List(names) => {
+            if names.is_empty() {
+                e.add(
+                    "training.lora.target_modules",
+                    "[]",
+                    "must name at least one module",
+                );
+            }
+            let linear = crate::lora::linear_module_names(a);
+            for n in names {
+                if !linear.iter().any(|m| crate::lora::matches(m, n)) {
+                    e.add(
+                        "training.lora.target_modules",
+                        format!("{n:?}"),
+                        format!(
+                            "matches no linear layer of this model; its linear layers are {}",
+                            linear.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Validates a config and applies every default.
 ///
 /// Errors: all field errors found (model, training, parallel layout, engine, hardware).
@@ -526,7 +771,11 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
                     a.num_attention_heads
                 ),
             );
-        } else if a.mla.is_none() && a.num_key_value_heads % tp != 0 {
+        } else if a.mla.is_none()
+            && a.num_key_value_heads % tp != 0
+            // inference engines replicate KV heads when TP exceeds them (vLLM)
+            && !(config.effective_mode() == crate::config::Mode::Inference && tp % a.num_key_value_heads == 0)
+        {
             e.add(
                 "parallelism.tensor_parallel_size",
                 tp,
@@ -605,118 +854,18 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         }
     }
 
-    // engine
-    let (framework, zero_stage) = match &config.engine {
-        Engine::Ddp(d) => {
-            if !(d.bucket_cap_mb.is_finite() && d.bucket_cap_mb > 0.0 && d.bucket_cap_mb <= 65536.0)
-            {
-                e.add(
-                    "engine.bucket_cap_mb",
-                    d.bucket_cap_mb,
-                    "must be a number from 0 to 65536 (MiB)",
-                );
-            }
-            for (f, v) in [
-                ("parallelism.tensor_parallel_size", tp),
-                ("parallelism.pipeline_parallel_size", pp),
-                ("parallelism.context_parallel_size", cp),
-                ("parallelism.expert_parallel_size", ep),
-            ] {
-                if v > 1 {
-                    e.add(f, v, "engine ddp is data parallel only; use megatron, megatron_deepspeed or fsdp for model parallelism");
-                }
-            }
-            (Framework::Torch, 0)
-        }
-        Engine::Deepspeed(z) => {
-            if z.zero_stage > 3 {
-                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
-            }
-            if z.zero_stage == 3 && tp > 1 {
-                e.add(
-                    "parallelism.tensor_parallel_size",
-                    tp,
-                    "ZeRO-3 with tensor parallelism is not supported by plain DeepSpeed; use megatron_deepspeed or ZeRO 0-2 (AutoTP)",
-                );
-            }
-            if pp > 1 && z.zero_stage > 1 {
-                e.add(
-                    "engine.zero_stage",
-                    z.zero_stage,
-                    "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
-                );
-            }
-            if z.offload_param != Offload::None && z.zero_stage != 3 {
-                e.add(
-                    "engine.offload_param",
-                    format!("{:?}", z.offload_param).to_lowercase(),
-                    "parameter offload needs zero_stage 3",
-                );
-            }
-            if z.offload_optimizer != Offload::None && z.zero_stage == 0 {
-                e.add(
-                    "engine.offload_optimizer",
-                    format!("{:?}", z.offload_optimizer).to_lowercase(),
-                    "optimizer offload needs zero_stage 1, 2 or 3",
-                );
-            }
-            for (f, v) in [
-                ("engine.reduce_bucket_size", z.reduce_bucket_size),
-                (
-                    "engine.stage3_prefetch_bucket_size",
-                    z.stage3_prefetch_bucket_size,
-                ),
-                (
-                    "engine.stage3_max_live_parameters",
-                    z.stage3_max_live_parameters,
-                ),
-            ] {
-                e.range(f, v, 1, limits::MAX_PARAMS);
-            }
-            (Framework::DeepSpeed, z.zero_stage)
-        }
-        Engine::Fsdp(f) => {
-            if let Some(g) = f.hybrid_shard_group_size {
-                if f.sharding_strategy != ShardingStrategy::HybridShard {
-                    e.add(
-                        "engine.hybrid_shard_group_size",
-                        g,
-                        "only applies to sharding_strategy HYBRID_SHARD",
-                    );
-                } else if let Some(l) = &layout
-                    && (g == 0 || l.data_parallel_size % g != 0)
-                {
-                    e.add(
-                        "engine.hybrid_shard_group_size",
-                        g,
-                        format!("must divide data_parallel_size ({})", l.data_parallel_size),
-                    );
-                }
-            }
-            (Framework::Torch, 0)
-        }
-        Engine::Megatron(_) => (Framework::Megatron, 0),
-        Engine::MegatronDeepspeed(z) => {
-            if z.zero_stage > 3 {
-                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
-            }
-            if pp > 1 && z.zero_stage > 1 {
-                e.add(
-                    "engine.zero_stage",
-                    z.zero_stage,
-                    "Megatron-DeepSpeed supports ZeRO stage 0 or 1 with pipeline parallelism",
-                );
-            }
-            if z.offload_param != Offload::None && z.zero_stage != 3 {
-                e.add(
-                    "engine.offload_param",
-                    format!("{:?}", z.offload_param).to_lowercase(),
-                    "parameter offload needs zero_stage 3",
-                );
-            }
-            (Framework::DeepSpeed, z.zero_stage)
-        }
+    // engine (training only: inference runs the model without a training framework)
+    let inference_mode = config.effective_mode() == crate::config::Mode::Inference;
+    let (framework, zero_stage) = if inference_mode {
+        (Framework::Torch, 0)
+    } else {
+        training_engine(config, &mut e, layout.as_ref(), (tp, pp, cp, ep))
     };
+    if inference_mode {
+        check_inference(config, arch.as_ref(), tp, &mut e);
+    } else if let Some(lora) = &config.training.lora {
+        check_lora(lora, arch.as_ref(), &config.engine, &mut e);
+    }
 
     // hardware
     let gpu = match (&hw.gpu, hw.gpu_memory_gb) {
@@ -724,7 +873,7 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             Some(g) => Some(GpuSpec {
                 id: g.id.clone(),
                 name: g.name.clone(),
-                memory_bytes: mem.map(|m| m.0).unwrap_or(g.memory_bytes),
+                memory_bytes: mem.map(|m| m.0).unwrap_or(g.capacity_bytes()),
                 cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
                 arch: g.arch.clone(),
             }),
@@ -751,7 +900,7 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         (None, None) => presets::gpu_preset(DEFAULT_GPU).map(|g| GpuSpec {
             id: g.id.clone(),
             name: g.name.clone(),
-            memory_bytes: g.memory_bytes,
+            memory_bytes: g.capacity_bytes(),
             cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
             arch: g.arch.clone(),
         }),

@@ -210,3 +210,40 @@ test('Hugging Face config: paste, upload, fetch by model id, each error kept apa
   assert.deepEqual(errors.filter(e => !/huggingface\.co|ERR_INTERNET_DISCONNECTED|status of 40[14]/.test(e)), []);
   await context.close();
 });
+
+test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep chart', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  await page.selectOption('#model-preset', 'llama-3.1-8b');
+  // training: the inverse answers
+  await page.locator('#solve-batch', { hasText: /max micro-batch: \d+/ }).waitFor();
+  await page.locator('#solve-seq', { hasText: /max sequence length: \d+/ }).waitFor();
+  await page.locator('#solve-gpus', { hasText: /fewest GPUs: \d+/ }).waitFor();
+  assert.ok(await page.locator('#sweep svg path, #sweep svg polyline').count() > 0, 'sweep chart drawn');
+  // fine-tuning: LoRA fields, adapter count
+  await page.click('#mode-finetuning');
+  assert.equal(await page.locator('#mode-finetuning').getAttribute('aria-pressed'), 'true');
+  await page.locator('#training-lora-rank').waitFor({ state: 'visible' });
+  await page.fill('#training-lora-target_modules', 'q_proj, k_proj, v_proj, o_proj');
+  await page.fill('#training-lora-rank', '16');
+  // Llama-3.1-8B, r 16 on q, k, v, o: 13 631 488 (see core/tests/inference.rs)
+  await page.locator('#trainable', { hasText: '13 631 488' }).waitFor();
+  await page.fill('#training-lora-target_modules', 'qkv');
+  await page.locator('#training-lora-target_modules-error', { hasText: 'matches no linear layer' }).waitFor();
+  await page.fill('#training-lora-target_modules', 'all-linear');
+  await page.locator('#training-lora-target_modules-error').waitFor({ state: 'hidden' });
+  // inference: its fields, the training fields hidden, concurrency and context answers
+  await page.click('#mode-inference');
+  await page.locator('#inference-context_len').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#training-micro_batch_size').isVisible(), false);
+  await page.locator('#solve-concurrency', { hasText: /max concurrent sequences: \d+/ }).waitFor();
+  await page.locator('#solve-context', { hasText: /max context: \d+/ }).waitFor();
+  await page.selectOption('#inference-engine', '"vllm"');
+  await page.fill('#inference-context_len', '16000');
+  await page.locator('#verdict', { hasText: 'maximum concurrency for 16000 tokens per request' }).waitFor();
+  await page.screenshot({ path: path.join(OUT, 'inference.png'), fullPage: true });
+  await page.click('#mode-training');
+  await page.locator('#training-micro_batch_size').waitFor({ state: 'visible' });
+  assert.deepEqual(errors, []);
+  await context.close();
+});

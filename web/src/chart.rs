@@ -181,3 +181,80 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// A line of total memory against `x` (micro-batch or context length) with the GPU's
+/// capacity; `points` are (x, total bytes, capacity bytes).
+pub fn render_sweep_svg(points: &[(u64, u64, u64)], x_label: &str, size: (u32, u32)) -> String {
+    if points.is_empty() {
+        return String::new();
+    }
+    let mut buf = String::new();
+    {
+        let backend = SVGBackend::with_string(&mut buf, size);
+        if let Err(err) = draw_sweep(backend, points, x_label) {
+            return format!("<p class=\"chart-error\">chart: {err}</p>");
+        }
+    }
+    buf.replace("#000000", "currentColor")
+        .replace("#000", "currentColor")
+}
+
+fn draw_sweep<DB: DrawingBackend>(
+    backend: DB,
+    points: &[(u64, u64, u64)],
+    x_label: &str,
+) -> Result<(), String> {
+    let root = backend.into_drawing_area();
+    let capacity = gib(points[0].2);
+    let ymax = points.iter().map(|p| gib(p.1)).fold(capacity, f64::max) * 1.1;
+    let (x0, x1) = (points[0].0 as f64, points[points.len() - 1].0 as f64);
+    let log = x1 / x0.max(1.0) > 64.0;
+    let fx = |x: f64| if log { x.log2() } else { x };
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(fx(x0)..fx(x1).max(fx(x0) + 1.0), 0f64..ymax)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(RGBAColor(128, 128, 128, 0.3))
+        .x_desc(x_label)
+        .y_desc("GiB per GPU")
+        .x_label_formatter(&|v| {
+            if log {
+                format!("{}", 2f64.powf(*v).round() as u64)
+            } else {
+                format!("{v:.0}")
+            }
+        })
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style(("sans-serif", 12).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", 13).into_font().color(&BLACK))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let blue = RGBColor(66, 133, 244);
+    let red = RGBColor(211, 47, 47);
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().map(|p| (fx(p.0 as f64), gib(p.1))),
+            blue.stroke_width(2),
+        ))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            points
+                .iter()
+                .map(|p| Circle::new((fx(p.0 as f64), gib(p.1)), 3, blue.filled())),
+        )
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(fx(x0), capacity), (fx(x1).max(fx(x0) + 1.0), capacity)],
+            red.stroke_width(2),
+        )))
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -117,13 +117,15 @@ pub fn App() -> impl IntoView {
                 {move || {
                     revision.get();
                     view! {
+                                                <ModeSwitch doc=doc />
                         <ModelPicker doc=doc last_good=last_good errors=errors />
                         <GpuPicker doc=doc errors=errors />
                         {SECTIONS
                             .iter()
                             .map(|sec| {
                                 view! {
-                                    <details class="group" open=sec.open>
+                                                                        <details class="group" open=sec.open
+                                        style:display=move || if doc.with(|d| sec.modes & doc::ui_mode(d) != 0) { "" } else { "none" }>
                                         <summary>{sec.title}</summary>
                                         {sec.fields.iter().map(|f| view! { <Field spec=*f doc=doc errors=errors /> }).collect_view()}
                                     </details>
@@ -137,7 +139,9 @@ pub fn App() -> impl IntoView {
                 <Verdict last_good=last_good stale=stale />
                 <GeneralErrors errors=errors />
                 <div id="chart" class="chart" inner_html=move || last_good.with(|e| e.as_ref().map(|e| chart::render_svg(e, (720, 380))).unwrap_or_default())></div>
+                                <Solvers parsed=parsed />
                 <Breakdown last_good=last_good />
+                <div id="sweep" class="chart" inner_html=move || parsed.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
                     <button id="copy" on:click=on_copy>"Copy JSON"</button>
@@ -185,9 +189,14 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
     let err_id = format!("{id}-error");
     let help_id = format!("{id}-help");
     let error = Memo::new(move |_| errors.with(|e| field_errors(e, path)));
-    let visible = move || match spec.engines {
-        None => true,
-        Some(list) => doc.with(|d| list.contains(&doc::engine_type(d).as_str())),
+    let visible = move || {
+        doc.with(|d| {
+            let engine_ok = match spec.engines {
+                None => true,
+                Some(list) => list.contains(&doc::engine_type(d).as_str()),
+            };
+            engine_ok && spec.modes & doc::ui_mode(d) != 0
+        })
     };
     let initial = doc.with_untracked(|d| doc::get(d, path).cloned());
     let described = format!("{help_id} {err_id}");
@@ -201,6 +210,19 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
                     on:input=move |ev| {
                         let v = doc::value_of(&event_target_value(&ev), spec.optional);
                         doc.update(|d| doc::set(d, path, v));
+                    } />
+            }
+            .into_any()
+        }
+        Kind::Targets => {
+            let text = doc::targets_text(initial.as_ref());
+            view! {
+                <input id=id.clone() type="text" autocomplete="off" value=text placeholder="q_proj, v_proj or all-linear"
+                    aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
+                    aria-describedby=described.clone()
+                    on:input=move |ev| {
+                        let v = doc::targets_value(&event_target_value(&ev));
+                        doc.update(|d| doc::set(d, path, Some(v)));
                     } />
             }
             .into_any()
@@ -391,7 +413,11 @@ fn Verdict(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoVie
         <div id="verdict" class="verdict" class:fits=move || last_good.with(|e| e.as_ref().is_some_and(|e| e.fits))
             class:nofit=move || last_good.with(|e| e.as_ref().is_some_and(|e| !e.fits))>
             {move || last_good.with(|e| match e {
-                None => "Enter a valid configuration.".to_string(),
+                                None => "Enter a valid configuration.".to_string(),
+                Some(e) if e.serving.is_some() => {
+                    let sv = e.serving.as_ref().expect("serving");
+                    format!("{}: {}", if sv.fits { "Serves" } else { "Does not fit" }, sv.message)
+                }
                 Some(e) if e.fits => format!(
                     "Fits: {} of {} per GPU ({:.0} %), {} free",
                     fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), 100.0 * e.utilization, fmt_gib(e.headroom_bytes as u64)
@@ -463,6 +489,7 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
                 })}
             </tbody>
         </table>
+                <p id="trainable" class="model-info">{move || last_good.with(|e| e.as_ref().filter(|e| e.mode == "training" && e.trainable_params != e.params.total).map(|e| format!("Trainable (LoRA adapters): {} parameters", calc_core::units::fmt_int(e.trainable_params))).unwrap_or_default())}</p>
         <ul class="warnings">
             {move || last_good.with(|e| e.as_ref().map(|e| e.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()))}
         </ul>
@@ -487,4 +514,143 @@ fn download(name: &str, text: &str) -> Result<(), String> {
     a.click();
     web_sys::Url::revoke_object_url(&url).map_err(err)?;
     Ok(())
+}
+
+/// The Training / Fine-tuning / Inference switch: sets `mode` (and a default `lora` or
+/// `inference` section) in the document.
+#[component]
+fn ModeSwitch(doc: RwSignal<Value>) -> impl IntoView {
+    let mode = Memo::new(move |_| doc.with(doc::ui_mode));
+    let set_mode = move |m: u8| {
+        doc.update(|d| match m {
+            doc::INFER => {
+                doc::set(d, "mode", Some(json!("inference")));
+                if doc::get(d, "inference").is_none() {
+                    doc::set(
+                        d,
+                        "inference",
+                        Some(json!({"batch_size": 1, "context_len": 8192})),
+                    );
+                }
+            }
+            _ => {
+                doc::set(d, "mode", Some(json!("training")));
+                let lora = if m == doc::TUNE {
+                    Some(doc::get(d, "training.lora").cloned().unwrap_or(
+                        json!({"rank": 16, "alpha": 32, "target_modules": "all-linear"}),
+                    ))
+                } else {
+                    None
+                };
+                doc::set(d, "training.lora", lora);
+            }
+        })
+    };
+    let button = move |m: u8, id: &'static str, label: &'static str| {
+        view! {
+            <button id=id type="button" class="mode" aria-pressed=move || if mode.get() == m { "true" } else { "false" }
+                on:click=move |_| set_mode(m)>{label}</button>
+        }
+    };
+    view! {
+        <div class="mode-switch" role="group" aria-label="What to estimate">
+            {button(doc::TRAIN, "mode-training", "Training")}
+            {button(doc::TUNE, "mode-finetuning", "Fine-tuning")}
+            {button(doc::INFER, "mode-inference", "Inference")}
+        </div>
+    }
+}
+
+/// The inverse questions answered for the current config (calc_core::solve).
+#[component]
+fn Solvers(parsed: Memo<Result<Config, Vec<FieldError>>>) -> impl IntoView {
+    use calc_core::solve::{Target, solve};
+    let answers = Memo::new(move |_| {
+        parsed.with(|c| {
+            let Ok(c) = c else { return Vec::new() };
+            let inference = c.effective_mode() == calc_core::config::Mode::Inference;
+            let targets: &[(Target, &str)] = if inference {
+                &[
+                    (Target::MaxConcurrency, "solve-concurrency"),
+                    (Target::MaxSequence, "solve-context"),
+                    (Target::MinGpus, "solve-gpus"),
+                ]
+            } else {
+                &[
+                    (Target::MaxMicroBatch, "solve-batch"),
+                    (Target::MaxSequence, "solve-seq"),
+                    (Target::MinGpus, "solve-gpus"),
+                ]
+            };
+            targets
+                .iter()
+                .map(|(t, id)| {
+                    let text = match solve(c, *t) {
+                        Ok(s) => s.message,
+                        Err(e) => e.first().map(|e| e.message.clone()).unwrap_or_default(),
+                    };
+                    (id.to_string(), text)
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    view! {
+        <ul id="solvers" class="solvers">
+            {move || answers.get().into_iter().map(|(id, text)| view! { <li id=id>{text}</li> }).collect_view()}
+        </ul>
+    }
+}
+
+/// Memory against the micro-batch (training) or the context length (inference), with the
+/// GPU's capacity, as estimated by calc_core at each point.
+fn sweep_svg(c: &Config) -> String {
+    let inference = c.effective_mode() == calc_core::config::Mode::Inference;
+    let points: Vec<(u64, u64, u64)> = if inference {
+        let base = c.inference.clone().unwrap_or_default();
+        let mut xs: Vec<u64> = (9..=20).map(|k| 1u64 << k).collect();
+        xs.retain(|x| *x <= (base.context_len * 4).max(4096));
+        xs.into_iter()
+            .filter_map(|x| {
+                let mut cc = c.clone();
+                let inf = cc.inference.get_or_insert_with(Default::default);
+                inf.context_len = x;
+                inf.prompt_len = None;
+                inf.max_model_len = None;
+                calc_core::estimate(&cc)
+                    .ok()
+                    .map(|e| (x, sweep_total(&e), e.gpu_memory_bytes))
+            })
+            .collect()
+    } else {
+        let top = (c.training.micro_batch_size * 2).clamp(8, 64);
+        (1..=top)
+            .filter_map(|b| {
+                let mut cc = c.clone();
+                cc.training.micro_batch_size = b;
+                calc_core::estimate(&cc)
+                    .ok()
+                    .map(|e| (b, e.total_bytes, e.gpu_memory_bytes))
+            })
+            .collect()
+    };
+    let label = if inference {
+        "context length (tokens)"
+    } else {
+        "micro-batch size"
+    };
+    chart::render_sweep_svg(&points, label, (720, 260))
+}
+
+/// What a point of the sweep shows: the total, or for vLLM the memory the KV cache of one
+/// sequence of that length needs on top of weights and activations.
+fn sweep_total(e: &Estimate) -> u64 {
+    match &e.serving {
+        Some(s) => {
+            s.weights_bytes
+                + s.peak_activation_bytes
+                + s.non_torch_bytes
+                + s.kv_bytes_per_token * s.max_model_len
+        }
+        None => e.total_bytes,
+    }
 }

@@ -1,0 +1,60 @@
+//! Speed of the estimate and the inverse solvers (the page re-estimates on every keystroke;
+//! the solvers run tens of estimates). Run: cargo bench -p calc-core
+use calc_core::solve::{Target, solve};
+use calc_core::{Config, estimate};
+use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use serde_json::json;
+
+fn cfg(v: serde_json::Value) -> Config {
+    Config::from_value(v).unwrap()
+}
+
+fn benches(c: &mut Criterion) {
+    let training = cfg(json!({
+        "model": {"preset": "llama-3.1-8b"},
+        "training": {"seq_len": 4096, "activation_checkpointing": "full", "attention": "flash"},
+        "engine": {"type": "deepspeed", "zero_stage": 3},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+    }));
+    let moe = cfg(json!({
+        "model": {"preset": "deepseek-v3"},
+        "training": {"seq_len": 4096, "activation_checkpointing": "full", "attention": "flash"},
+        "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": 8, "expert_parallel_size": 8},
+        "engine": {"type": "megatron", "distributed_optimizer": true},
+        "hardware": {"num_gpus": 512, "gpu": "h100-80gb"}
+    }));
+    let serving = cfg(json!({
+        "mode": "inference", "model": {"preset": "llama-3.1-70b"},
+        "inference": {"engine": "vllm", "weight_format": "fp8", "context_len": 16000},
+        "parallelism": {"tensor_parallel_size": 2}, "hardware": {"num_gpus": 2, "gpu": "h100-80gb"}
+    }));
+    let text = training.to_json_pretty();
+    c.bench_function("parse + estimate (Llama-3.1-8B ZeRO-3)", |b| {
+        b.iter(|| estimate(&Config::from_json_str(black_box(&text)).unwrap()))
+    });
+    c.bench_function("estimate (Llama-3.1-8B ZeRO-3)", |b| {
+        b.iter(|| estimate(black_box(&training)))
+    });
+    c.bench_function("estimate (DeepSeek-V3 TP8 PP8 EP8)", |b| {
+        b.iter(|| estimate(black_box(&moe)))
+    });
+    c.bench_function("estimate (vLLM Llama-3.1-70B FP8 TP2)", |b| {
+        b.iter(|| estimate(black_box(&serving)))
+    });
+    c.bench_function("solve max micro-batch", |b| {
+        b.iter(|| solve(black_box(&training), Target::MaxMicroBatch))
+    });
+    c.bench_function("solve max sequence", |b| {
+        b.iter(|| solve(black_box(&training), Target::MaxSequence))
+    });
+    c.bench_function("solve min GPUs", |b| {
+        b.iter(|| solve(black_box(&training), Target::MinGpus))
+    });
+}
+
+criterion_group! {
+    name = group;
+    config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = benches
+}
+criterion_main!(group);

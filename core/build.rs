@@ -48,4 +48,42 @@ fn main() {
         out,
     )
     .unwrap();
+    reference();
+}
+
+/// Embeds the reference suite (tests/reference/): the probe records without the fields the
+/// core does not read (first step, timings), and the published cases.
+fn reference() {
+    let dir = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap())
+        .join("..")
+        .join("tests")
+        .join("reference");
+    let out_dir = Path::new(&env::var("OUT_DIR").unwrap()).to_path_buf();
+    let records = dir.join("probe_records.jsonl");
+    let published = dir.join("published_cases.json");
+    println!("cargo:rerun-if-changed={}", records.display());
+    println!("cargo:rerun-if-changed={}", published.display());
+    let mut compact = String::new();
+    for line in fs::read_to_string(&records).unwrap_or_default().lines() {
+        let Ok(mut v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if let Some(o) = v.as_object_mut() {
+            o.remove("seconds");
+        }
+        if let Some(m) = v.get_mut("measured").and_then(|m| m.as_object_mut()) {
+            m.remove("first_step");
+        }
+        compact += &v.to_string();
+        compact.push('\n');
+    }
+    fs::write(out_dir.join("probe_records.jsonl"), compact).unwrap();
+    let cases = fs::read_to_string(&published).unwrap_or_else(|_| "[]".into());
+    fs::write(out_dir.join("published_cases.json"), cases).unwrap();
+    fs::write(
+        out_dir.join("reference_gen.rs"),
+        "pub(crate) static PROBE_RECORDS: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/probe_records.jsonl\"));\n\
+         pub(crate) static PUBLISHED_CASES: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/published_cases.json\"));\n",
+    )
+    .unwrap();
 }

@@ -266,11 +266,14 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
                 push(v, "attention_output", o_elems * c.act);
                 push(v, "attention_lse", c.b * heads * c.s * 4);
             }
-            // o_proj input (transpose + contiguous copy of the attention output)
+            // o_proj input: under SDPA/flash the kernel's output is laid out (b, s, h, d), so
+            // transpose + reshape is a view of the tensor already kept above; eager attention's
+            // output is (b, h, s, d) and `.transpose(1, 2).contiguous()` copies it
+            let own_copy = if eager { o_elems * c.linear_input } else { 0 };
             push(
                 v,
                 "o_proj_input",
-                lora_input(c, on, t, heads * vd).unwrap_or(o_elems * c.linear_input),
+                lora_input(c, on, t, heads * vd).unwrap_or(own_copy),
             );
             push(
                 v,

@@ -191,6 +191,12 @@ struct RankParams {
     expert: u64,
     /// Elements of linear-layer weight matrices (autocast copies, fp8 caches).
     linear: u64,
+    /// Elements of the tied embedding matrix when it also serves as the output layer here.
+    tied_head: u64,
+    /// Linear-weight elements outside the decoder layers (an untied LM head).
+    root_linear: u64,
+    /// Linear-weight elements of the largest decoder layer.
+    layer_linear: u64,
     /// Largest single module (ZeRO-3 gathers module by module).
     largest_module: u64,
     /// Largest decoder layer (an FSDP unit).
@@ -378,6 +384,7 @@ fn rank_params(r: &Resolved, stage: &Stage, tp: u64, persistence: u64) -> RankPa
     let state = r.bytes.state;
     let mut p = RankParams::default();
     let mut layer_totals = [0u64; 2];
+    let mut layer_linear = [0u64; 2];
     for sg in stage_groups(r, stage) {
         let (g, times) = (&sg.group, sg.times);
         let copies = copies_on_gpu(g, ep);
@@ -391,7 +398,13 @@ fn rank_params(r: &Resolved, stage: &Stage, tp: u64, persistence: u64) -> RankPa
             p.dense += n * times;
         }
         if matches!(g.shape, Shape::Linear { .. }) {
-            p.linear += shapes[0].0 * shapes[0].1 * copies * times;
+            let lin = shapes[0].0 * shapes[0].1 * copies;
+            p.linear += lin * times;
+            match sg.layer {
+                Some(FfnKind::Dense) => layer_linear[0] += lin,
+                Some(FfnKind::Moe) => layer_linear[1] += lin,
+                None => p.root_linear += lin * times,
+            }
         }
         // transformers 5 stores each MoE block's experts as one module
         let module = if is_expert { n } else { one };
@@ -418,6 +431,12 @@ fn rank_params(r: &Resolved, stage: &Stage, tp: u64, persistence: u64) -> RankPa
         }
     }
     p.largest_layer = layer_totals[0].max(layer_totals[1]);
+    p.layer_linear = layer_linear[0].max(layer_linear[1]);
+    if stage.has_head && r.arch.tie_word_embeddings {
+        // the output layer multiplies by the tied embedding matrix: a linear weight too
+        // (autocast casts it for the head's matmul)
+        p.tied_head = r.arch.vocab_size.div_ceil(tp) * r.arch.hidden_size;
+    }
     p
 }
 
@@ -437,6 +456,10 @@ struct States {
     comm: u64,
     step_temporaries: u64,
     autocast: u64,
+    /// Autocast copies alive during backward: all of them, or with full recomputation the
+    /// head's and one recomputed layer's (the cache is cleared when forward leaves the
+    /// autocast region; checkpointed layers re-cast their weights when recomputed).
+    autocast_backward: u64,
     /// Gradient memory exists already in the forward pass of a step (persistent buffers).
     grads_persistent: bool,
     cpu: u64,
@@ -509,8 +532,12 @@ fn states(r: &Resolved, p: &RankParams) -> States {
     let cfg = &r.config;
     let n = p.dense + p.expert;
     let info = cfg.training.optimizer.info();
-    let dp = l.data_parallel_size;
-    let edp = (dp * l.context_parallel_size / l.expert_parallel_size).max(1);
+    // ZeRO / the distributed optimizer / FSDP shard over every rank holding the same
+    // weights: the data-parallel group times the context-parallel group (Megatron
+    // `data_parallel_group_with_cp`, DeepSpeed Ulysses' sequence-data-parallel group,
+    // torchtitan's `dp_shard_cp` mesh); routed experts over that group / EP.
+    let dp = l.data_parallel_size * l.context_parallel_size;
+    let edp = (dp / l.expert_parallel_size).max(1);
     let mut s = States::default();
     let in_bwd = cfg.training.optimizer_in_backward;
     // PyTorch optimizers default to the multi-tensor (foreach) implementation on CUDA,
@@ -522,7 +549,15 @@ fn states(r: &Resolved, p: &RankParams) -> States {
             OptimizerImpl::Fused => 0,
             OptimizerImpl::ForLoop => params.min(p.largest_module),
         };
-        info.foreach_temporaries as u64 * b.state * span
+        // per-parameter-loop optimizers (HF Adafactor): fp32 work on the largest tensor
+        let upcast = if info.loop_upcasts_half && b.weight < 4 {
+            8
+        } else {
+            0
+        };
+        let looped =
+            (info.loop_fp32_temporaries as u64 * 4 + upcast) * params.min(p.largest_module);
+        info.foreach_temporaries as u64 * b.state * span + looped
     };
     // Apex/DeepSpeed/Megatron fused kernels allocate no temporaries.
     let fused_family = info.fused_kernel;
@@ -533,13 +568,18 @@ fn states(r: &Resolved, p: &RankParams) -> States {
             s.gradients = (b.grad + b.grad_accum) * n;
             s.master = b.master * n;
             s.optimizer = opt_all;
-            s.autocast = b.autocast_weight_copy * p.linear;
+            s.autocast = b.autocast_weight_copy * (p.linear + p.tied_head);
+            s.autocast_backward = if cfg.training.activation_checkpointing == Recompute::Full {
+                b.autocast_weight_copy * (p.root_linear + p.tied_head + p.layer_linear)
+            } else {
+                s.autocast
+            };
             // DDP's Reducer allocates flat bucket tensors covering every gradient at
             // construction (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets);
             // with gradient_as_bucket_view=False they are a second copy of the gradients:
             // pytorch/pytorch#41954 measured ~1 GB less peak on a ~1 GB-parameter model with
             // bucket views. bucket_cap_mb (25) only sets how the copy is split.
-            if l.data_parallel_size > 1 && !d.gradient_as_bucket_view {
+            if l.data_parallel_size * l.context_parallel_size > 1 && !d.gradient_as_bucket_view {
                 s.comm = b.grad * n;
                 s.notes.push((
                     "communication_buffers".into(),
@@ -682,8 +722,8 @@ fn zero_states(
     let b = r.bytes;
     let l = &r.layout;
     let n = p.dense + p.expert;
-    let dp = l.data_parallel_size;
-    let edp = (dp * l.context_parallel_size / l.expert_parallel_size).max(1);
+    let dp = l.data_parallel_size * l.context_parallel_size;
+    let edp = (dp / l.expert_parallel_size).max(1);
     let info = r.config.training.optimizer.info();
     let opt = |x_dense: u64, x_exp: u64, shard: bool| {
         if shard {
@@ -788,7 +828,7 @@ fn act_ctx<'a>(r: &'a Resolved) -> ActCtx<'a> {
         tp: l.tensor_parallel_size,
         sp: l.sequence_parallel,
         ep: l.expert_parallel_size,
-        framework: r.framework,
+        framework: r.model_code,
         attention: t.attention,
         recompute: t.activation_checkpointing,
         act: b.activation,
@@ -826,7 +866,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         ));
     }
     let tokens = c.b * c.s;
-    if r.framework != Framework::Megatron && r.arch.learned_position_embeddings == 0 {
+    if r.model_code != Framework::Megatron && r.arch.learned_position_embeddings == 0 {
         // rotary cos and sin (b x s x rotary dim each), computed once per forward in the
         // residual dtype and kept by every layer's rotary multiplications
         // (transformers LlamaRotaryEmbedding.forward / apply_rotary_pos_emb)
@@ -847,7 +887,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     if st.has_head {
         // final norm and the LM head input
         let h = r.arch.hidden_size;
-        let head = match r.framework {
+        let head = match r.model_code {
             Framework::Megatron => 2 * tokens * h * c.act / if c.sp { c.tp } else { 1 },
             _ => {
                 let norm = match r.arch.norm {
@@ -879,67 +919,82 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     }
 }
 
-/// Loss memory on the last stage: (at the end of forward, peak during the loss backward).
-fn logits_bytes(r: &Resolved, c: &ActCtx) -> (u64, u64, String) {
+/// Memory of the output head and loss on the last pipeline stage, in bytes per GPU.
+struct LossMemory {
+    /// Peak inside the loss computation at the end of forward.
+    forward: u64,
+    /// Peak while the loss is differentiated (first step of backward).
+    backward: u64,
+    /// What stays alive for the rest of backward (the returned logits a training loop
+    /// holds through `loss.backward()`).
+    kept: u64,
+    formula: String,
+}
+
+/// Loss memory on the last stage; see [`LossMemory`].
+fn logits_bytes(r: &Resolved, c: &ActCtx) -> LossMemory {
     let t = &r.config.training;
     let tokens = c.b * c.s;
     let v = r.arch.vocab_size.div_ceil(c.tp);
     let elems = tokens * v;
     let h = r.arch.hidden_size;
     let fp32 = r.bytes.activation == 4;
-    match (t.loss, r.framework) {
+    match (t.loss, r.model_code) {
         (LossImpl::Fused, _) => {
             // Liger fused linear cross-entropy: gradient of the hidden states (b s h) and of
             // the head weight (V h, fp32) computed in forward; one (h tokens x V) fp32 chunk
             let chunk = h.min(tokens) * v * 4 * 2;
             let fwd = tokens * h * c.act + v * h * 4 + chunk;
-            (
-                fwd,
-                fwd,
-                format!(
+            LossMemory {
+                forward: fwd,
+                backward: fwd,
+                kept: 0,
+                formula: format!(
                     "fused linear cross-entropy: {tokens} x {h} x {} + {v} x {h} x 4 + chunk",
                     c.act
                 ),
-            )
+            }
         }
         (LossImpl::Standard, Framework::Megatron) => {
             // vocab_parallel_cross_entropy: fp32 softmax kept in place (4 B), its bf16
             // gradient for the output layer (2 B)
-            (
-                elems * 4,
-                elems * (4 + c.act),
-                format!(
+            LossMemory {
+                forward: elems * 4,
+                backward: elems * (4 + c.act),
+                kept: 0,
+                formula: format!(
                     "{tokens} tokens x {v} vocab/TP x 4 B fp32 softmax (+ {} B gradient)",
                     c.act
                 ),
-            )
+            }
         }
         (LossImpl::Standard, _) => {
             // transformers ForCausalLMLoss: logits (kept by the returned output), their fp32
-            // upcast feeding log_softmax, whose output is saved; backward adds the
-            // nll gradient and the log_softmax gradient (4 B each)
+            // upcast (`logits.float()`, the same tensor in fp32 training) feeding log_softmax,
+            // whose output is saved: the forward peak is inside the loss, with all three
+            // alive; backward adds the nll gradient and the log_softmax gradient (4 B each).
+            // The logits stay alive (held by the returned output) for all of backward.
             let logits = if fp32 { 4 } else { c.act };
-            let fwd = elems * (logits + 4);
-            let bwd = elems * (logits + 4 + 4 + 4);
-            (
-                fwd,
-                bwd,
-                format!(
+            let upcast = if fp32 { 0 } else { 4 };
+            LossMemory {
+                forward: elems * (logits + upcast + 4),
+                backward: elems * (logits + 4 + 4 + 4),
+                kept: elems * logits,
+                formula: format!(
                     "{tokens} tokens x {v} vocab x ({logits} B logits + 4 B log-softmax; backward + 8 B gradients)"
                 ),
-            )
+            }
         }
         (LossImpl::Chunked, _) => {
             // torchtune CEWithChunkedOutputLoss (8 chunks): half logits kept whole, fp32
             // work one chunk at a time
             let logits = if fp32 { 4 } else { c.act };
-            let fwd = elems * (logits + 4);
-            let bwd = elems * (logits + 4) + elems.div_ceil(8) * 8;
-            (
-                fwd,
-                bwd,
-                format!("{tokens} x {v} x ({logits} + 4) B, fp32 gradients per 1/8 chunk"),
-            )
+            LossMemory {
+                forward: elems * (logits + 4),
+                backward: elems * (logits + 4) + elems.div_ceil(8) * 8,
+                kept: elems * logits,
+                formula: format!("{tokens} x {v} x ({logits} + 4) B, fp32 gradients per 1/8 chunk"),
+            }
         }
     }
 }
@@ -954,7 +1009,7 @@ pub(crate) fn component_map(values: &[(&str, u64)]) -> IndexMap<String, u64> {
 
 /// The weight shards of an engine: how many GPUs one copy of the weights is spread over.
 fn weight_shard(r: &Resolved) -> u64 {
-    let dp = r.layout.data_parallel_size;
+    let dp = r.layout.data_parallel_size * r.layout.context_parallel_size;
     match &r.config.engine {
         Engine::Deepspeed(z) if z.zero_stage == 3 => dp,
         Engine::Fsdp(f) => match f.sharding_strategy {
@@ -1092,10 +1147,25 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
     };
     let p = rank_params(r, st, r.layout.tensor_parallel_size, persistence);
     let lora = r.config.training.lora.as_ref();
-    let s = match lora {
+    let mut s = match lora {
         None => states(r, &p),
         Some(lo) => lora_states(r, st, &p, lo, persistence),
     };
+    if r.config.training.optimizer.name().starts_with("paged_") && s.optimizer > 0 {
+        // bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+        // (bitsandbytes/functional.py get_paged): outside PyTorch's allocator, so not in
+        // max_memory_allocated / reserved, and evicted to CPU RAM when the GPU is full
+        s.notes.push((
+            "optimizer_states".into(),
+            format!(
+                "paged: {} in CUDA unified memory, outside the PyTorch peak (GPU when free, else CPU RAM)",
+                fmt_gib(s.optimizer)
+            ),
+            "bitsandbytes get_paged (cudaMallocManaged)".into(),
+        ));
+        s.cpu += s.optimizer;
+        s.optimizer = 0;
+    }
     // QLoRA / quantized bases: bitsandbytes dequantizes each linear weight to 16 bits for its
     // matmul, forward and backward (MatMul4Bit): one layer's worth at a time
     let dequant = match lora {
@@ -1113,10 +1183,15 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
     };
     let c = act_ctx(r);
     let act = stage_activations(r, st, &c);
-    let (logits_fwd, logits_bwd, logits_formula) = if st.has_head {
+    let loss = if st.has_head {
         logits_bytes(r, &c)
     } else {
-        (0, 0, String::new())
+        LossMemory {
+            forward: 0,
+            backward: 0,
+            kept: 0,
+            formula: String::new(),
+        }
     };
     let ga = r.config.training.gradient_accumulation_steps;
     let grads_fwd = if ga > 1 || s.grads_persistent {
@@ -1134,28 +1209,66 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
     fwd.extend([
         ("gradients", grads_fwd),
         ("activations", act.total),
-        ("logits", logits_fwd),
+        ("logits", loss.forward),
         ("gathered_parameters", s.gathered),
         ("autocast_weight_copies", s.autocast),
         ("dequantization_buffers", dequant),
     ]);
-    // backward: the larger of its start and its end, plus one layer's temporaries
-    let start = act.total + logits_bwd + s.autocast + grads_fwd;
-    let end = s.gradients;
-    let mut bwd: Vec<(&str, u64)> = common.to_vec();
-    if start >= end {
-        bwd.extend([
-            ("gradients", grads_fwd),
-            ("activations", act.total),
-            ("logits", logits_bwd),
-            ("autocast_weight_copies", s.autocast),
-        ]);
+    // backward: the largest of three moments. (1) The loss is differentiated: every
+    // activation is still saved and the loss gradients are at their peak, before any layer
+    // runs. (2) The last layer's backward: its temporaries on top of the saved activations,
+    // the logits the caller still holds and the output layer's weight gradient. (3) The end:
+    // every gradient written, plus the first layer's temporaries; with tied embeddings the
+    // output layer's gradient waits in autograd's input buffer until the embedding's own
+    // gradient arrives and is added to it in place (torch/csrc/autograd/input_buffer.cpp),
+    // so one extra vocab x hidden gradient is alive there.
+    let head_grad = if st.has_head && lora.is_none() && r.model_code != Framework::Megatron {
+        r.arch.vocab_size.div_ceil(r.layout.tensor_parallel_size)
+            * r.arch.hidden_size
+            * r.bytes.weight
     } else {
-        bwd.push(("gradients", s.gradients));
+        0
+    };
+    let tied_extra = if r.arch.tie_word_embeddings && st.has_embedding {
+        head_grad
+    } else {
+        0
+    };
+    let held = act.total + s.autocast_backward + grads_fwd;
+    let grads_last_layer = (grads_fwd + head_grad).min(s.gradients.max(grads_fwd));
+    let candidates = [
+        (held + loss.backward, loss.backward, 0, grads_fwd, true),
+        (
+            act.total + s.autocast_backward + grads_last_layer + loss.kept + act.transient,
+            loss.kept,
+            act.transient,
+            grads_last_layer,
+            true,
+        ),
+        (
+            s.gradients + tied_extra + loss.kept + act.transient,
+            loss.kept,
+            act.transient,
+            s.gradients + tied_extra,
+            false,
+        ),
+    ];
+    let (_, logits_bwd, temporaries, grads_bwd, saved) = candidates
+        .into_iter()
+        .max_by_key(|c| c.0)
+        .unwrap_or(candidates[0]);
+    let mut bwd: Vec<(&str, u64)> = common.to_vec();
+    bwd.push(("gradients", grads_bwd));
+    bwd.push(("logits", logits_bwd));
+    if saved {
+        bwd.extend([
+            ("activations", act.total),
+            ("autocast_weight_copies", s.autocast_backward),
+        ]);
     }
     bwd.extend([
         ("gathered_parameters", s.gathered + s.gathered_grads),
-        ("backward_temporaries", act.transient),
+        ("backward_temporaries", temporaries),
         ("dequantization_buffers", dequant),
     ]);
     let mut step: Vec<(&str, u64)> = common.to_vec();
@@ -1194,7 +1307,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         peak,
         states: s,
         act,
-        logits_formula,
+        logits_formula: loss.formula,
     }
 }
 
@@ -1394,7 +1507,7 @@ pub fn estimate_resolved(r: &Resolved) -> Estimate {
             .push("eager attention keeps b x heads x s^2 scores: consider sdpa or flash".into());
     }
     if t.optimizer.name().starts_with("paged_") {
-        warnings.push("paged optimizer states live in CUDA unified memory and can spill to CPU under pressure".into());
+        warnings.push("paged optimizer states live in CUDA unified memory (counted under CPU memory here): they use free GPU memory and spill to CPU RAM under pressure, slowing the step".into());
     }
     let most_loaded = if l.pipeline_parallel_size > 1 {
         format!(

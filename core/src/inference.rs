@@ -211,13 +211,21 @@ pub fn forward_workspace(
 }
 
 /// Bytes of vLLM's sampler pass over `rows` sequences and a `vocab` vocabulary during the
-/// profiling run (top-k = vocab - 1 and top-p = 0.9, as `_dummy_sampler_run` sets them):
-/// the bf16 logits (2 B), their fp32 copy (4), and in `apply_top_k_top_p` the sorted values
-/// (4) and int64 indices (8), the top-k mask (1), the softmax of the sorted values (4, kept
-/// by the cumulative sum), the top-p mask (1) and the scattered result (4): 28 bytes per
-/// element at the peak (vllm/v1/sample/ops/topk_topp_sampler.py, native path).
+/// profiling run (top-k = vocab - 1 and top-p = 0.9, as `_dummy_sampler_run` sets them),
+/// per element at the larger of two moments of `apply_top_k_top_p`
+/// (vllm/v1/sample/ops/topk_topp_sampler.py, native path):
+///
+/// * the sort: the bf16 logits (2 B), their fp32 copy (4), the sorted values (4) and int64
+///   indices (8) being written, ATen's int64 reverse indices (8) and CUB's second buffer of
+///   keys and values (4 + 8) (aten/src/ATen/native/cuda/SortStable.cu
+///   `segmented_sort_pairs` -> `cub::DeviceSegmentedSort::SortPairs`): 38 B;
+/// * the scatter: logits (2 + 4), sorted values and indices (12), the top-k mask (1), the
+///   softmax of the sorted values (4, kept by the cumulative sum), the top-p mask (1) and the
+///   scattered result (4): 28 B.
 pub fn vllm_sampler_bytes(rows: u64, vocab: u64) -> u64 {
-    rows * vocab * (2 + 4 + 4 + 8 + 1 + 4 + 1 + 4)
+    let sort = 2 + 4 + (4 + 8) + 8 + (4 + 8);
+    let scatter = 2 + 4 + (4 + 8) + 1 + 4 + 1 + 4;
+    rows * vocab * sort.max(scatter)
 }
 
 /// Bytes of the weights one GPU of `stage` holds in `format` (quantization constants

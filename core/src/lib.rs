@@ -23,6 +23,7 @@
 //! (sharding by engine, phases, overheads), `model` (parameter inventory), `hf`
 //! (config.json parser).
 
+pub mod accuracy;
 pub mod activations;
 pub mod config;
 pub mod error;

@@ -79,6 +79,12 @@ pub struct OptimizerInfo {
     pub fused_kernel: bool,
     /// Where the state sizes come from.
     pub source: &'static str,
+    /// Optimizers that step one parameter at a time whatever `optimizer_impl` says: fp32
+    /// temporaries (4 B each) per element of the tensor being stepped, at the step's peak.
+    pub loop_fp32_temporaries: u32,
+    /// The per-parameter loop upcasts a half-precision gradient and parameter to fp32
+    /// working copies first (2 x 4 B per element more).
+    pub loop_upcasts_half: bool,
 }
 
 const fn row(
@@ -96,6 +102,17 @@ const fn row(
         foreach_temporaries,
         fused_kernel,
         source,
+        loop_fp32_temporaries: 0,
+        loop_upcasts_half: false,
+    }
+}
+
+impl OptimizerInfo {
+    /// Marks a per-parameter-loop optimizer (see [`OptimizerInfo::loop_fp32_temporaries`]).
+    const fn looped(mut self, fp32_temporaries: u32, upcasts_half: bool) -> Self {
+        self.loop_fp32_temporaries = fp32_temporaries;
+        self.loop_upcasts_half = upcasts_half;
+        self
     }
 }
 
@@ -119,7 +136,7 @@ pub const OPTIMIZERS: &[OptimizerInfo] = &[
     row("adabelief", "AdaBelief", Full(2), 1, false, "AdaBelief (Zhuang et al. 2020, adabelief-pytorch): exp_avg, exp_avg_var"),
     row("lamb", "LAMB", Full(2), 1, true, "LAMB (You et al. 2020; apex FusedLAMB): exp_avg, exp_avg_sq"),
     row("lion", "Lion", Full(1), 1, false, "Lion (Chen et al. 2023, lion-pytorch): exp_avg"),
-    row("adafactor", "Adafactor", Factored { momentum: 0 }, 0, false, "Adafactor (Shazeer & Stern 2018; transformers.optimization.Adafactor, beta1=None): exp_avg_sq_row + exp_avg_sq_col per matrix, exp_avg_sq per vector"),
+    row("adafactor", "Adafactor", Factored { momentum: 0 }, 0, false, "Adafactor (Shazeer & Stern 2018; transformers.optimization.Adafactor, beta1=None): exp_avg_sq_row + exp_avg_sq_col per matrix, exp_avg_sq per vector; steps each parameter in a Python loop: grad.float() and p.float() for half tensors, then `update = grad**2 + eps` and `_approx_sq_grad` (2 fp32 tensors alive)").looped(2, true),
     row("sophia", "Sophia", Full(2), 1, false, "Sophia (Liu et al. 2023, SophiaG): exp_avg, hessian"),
     row("adamw_8bit", "AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes AdamW8bit: two 8-bit states, blockwise absmax (fp32) per 256 elements; tensors < 4096 elements keep fp32 states (min_8bit_size)"),
     row("paged_adamw_8bit", "Paged AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes PagedAdamW8bit: as AdamW8bit, in CUDA unified (pageable) memory"),

@@ -83,6 +83,9 @@ pub struct Resolved {
     pub params: ParamCounts,
     pub layout: Layout,
     pub framework: Framework,
+    /// The model code: Megatron's (Megatron-LM and Megatron-DeepSpeed) or Hugging Face's;
+    /// decides the activation and loss model, while `framework` decides the model states.
+    pub model_code: Framework,
     pub bytes: StateBytes,
     pub gpu: GpuSpec,
     pub warnings: Vec<String>,
@@ -946,6 +949,11 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         params,
         layout,
         framework,
+        model_code: if matches!(config.engine, Engine::MegatronDeepspeed(_)) && !inference_mode {
+            Framework::Megatron
+        } else {
+            framework
+        },
         bytes,
         gpu,
         warnings,

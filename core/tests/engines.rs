@@ -292,12 +292,13 @@ fn megatron_regimes() {
 #[test]
 fn autocast_keeps_half_copies_of_linear_weights() {
     // PyTorch AMP on a single GPU (fp32 weights): the bf16 casts of every linear weight are
-    // saved for backward: 2 B x linear elements. Llama-3.2-1B is tied, so the LM head uses
-    // the embedding matrix (not a Linear module): 16 x (10 485 760 + 50 331 648)
+    // saved for backward: 2 B x linear elements. Llama-3.2-1B is tied: its LM head is
+    // nn.Linear over the embedding matrix, so autocast casts that too (128 256 x 2048):
+    // 16 layers x (10 485 760 + 50 331 648) + 262 668 288
     let e = single_gpu_1b(json!({}));
     assert_eq!(
         c(&e, "forward", "autocast_weight_copies"),
-        2 * 16 * (10_485_760 + 50_331_648)
+        2 * (16 * (10_485_760 + 50_331_648) + 262_668_288)
     );
     // pure bf16 has no copies
     assert_eq!(

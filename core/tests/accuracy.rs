@@ -1,0 +1,171 @@
+//! The estimate against measurement: every probe record in `tests/reference/` (see
+//! `probe/README.md`) and every published case the schema can express. Run with
+//! `cargo test -p calc-core --test accuracy -- --nocapture` to see the tables; the full
+//! report is `cargo run -p gpu-mem-calc --bin accuracy` (writes ACCURACY.md).
+
+use calc_core::accuracy::{
+    BUDGET_MEDIAN, BUDGET_P90, CaseResult, Pair, compare, compare_published, error_stats,
+    probe_records, published_cases,
+};
+use std::collections::BTreeSet;
+
+const GB: f64 = 1e9;
+
+fn results() -> Vec<CaseResult> {
+    probe_records()
+        .iter()
+        .map(|r| compare(r).unwrap_or_else(|e| panic!("{}: {e:?}", r.id)))
+        .collect()
+}
+
+fn row(id: &str, p: &Pair) -> String {
+    format!(
+        "{id:<66} {:>9.3} {:>9.3} {:>+7.2}%",
+        p.measured as f64 / GB,
+        p.estimated as f64 / GB,
+        p.error * 100.0
+    )
+}
+
+#[test]
+fn reference_suite_is_broad() {
+    let recs = probe_records();
+    assert!(recs.len() >= 60, "{} probe records", recs.len());
+    let res = results();
+    let families: BTreeSet<&str> = res.iter().map(|r| r.family.as_str()).collect();
+    for f in ["llama", "mistral", "qwen", "gpt2", "phi", "gemma", "moe"] {
+        assert!(families.contains(f), "no {f} record: {families:?}");
+    }
+    let regimes: BTreeSet<&str> = res.iter().map(|r| r.regime.as_str()).collect();
+    for g in ["fp32", "bf16", "amp_bf16", "lora", "inference"] {
+        assert!(regimes.contains(g), "no {g} record: {regimes:?}");
+    }
+    let ids: Vec<&str> = recs.iter().map(|r| r.id.as_str()).collect();
+    for part in [
+        "/adamw-",
+        "/sgd_momentum-",
+        "/adafactor-",
+        "/eager/",
+        "/sdpa/",
+        "/none/",
+        "/full/",
+        "-s512",
+        "-s8192",
+    ] {
+        assert!(
+            ids.iter().any(|i| i.contains(part)),
+            "no record with {part}"
+        );
+    }
+}
+
+#[test]
+fn peak_within_error_budget() {
+    let res = results();
+    println!(
+        "{:<66} {:>9} {:>9} {:>8}",
+        "case (peak, GB)", "measured", "estimate", "error"
+    );
+    for r in &res {
+        println!("{}", row(&r.id, &r.peak));
+    }
+    let errors: Vec<f64> = res.iter().map(|r| r.peak.error).collect();
+    let s = error_stats(&errors);
+    println!(
+        "peak: {} cases, median |error| {:.2} %, p90 {:.2} %, max {:.2} %",
+        s.count,
+        s.median * 100.0,
+        s.p90 * 100.0,
+        s.max * 100.0
+    );
+    assert!(s.median <= BUDGET_MEDIAN, "median {:.4}", s.median);
+    assert!(s.p90 <= BUDGET_P90, "p90 {:.4}", s.p90);
+}
+
+#[test]
+fn components_within_error_budget() {
+    let res = results();
+    for name in ["activations", "optimizer_states"] {
+        let pairs: Vec<(&str, &Pair)> = res
+            .iter()
+            .flat_map(|r| {
+                r.components
+                    .iter()
+                    .filter(|c| c.name == name)
+                    .map(move |c| (r.id.as_str(), c))
+            })
+            .collect();
+        println!("{name}:");
+        for (id, p) in &pairs {
+            println!("{}", row(id, p));
+        }
+        let errors: Vec<f64> = pairs.iter().map(|(_, p)| p.error).collect();
+        let s = error_stats(&errors);
+        println!(
+            "{name}: {} cases, median {:.2} %, p90 {:.2} %",
+            s.count,
+            s.median * 100.0,
+            s.p90 * 100.0
+        );
+        assert!(s.count >= 10, "{name}: only {} measured", s.count);
+        assert!(s.median <= BUDGET_MEDIAN, "{name} median {:.4}", s.median);
+        assert!(s.p90 <= BUDGET_P90, "{name} p90 {:.4}", s.p90);
+    }
+}
+
+#[test]
+fn every_phase_is_compared() {
+    // training records compare forward, backward and the optimizer step; inference records
+    // prefill and decode: a record whose phases the estimate does not name is a defect
+    for r in results() {
+        let n = r.phases.len();
+        if r.regime == "inference" {
+            assert_eq!(n, 2, "{}: {:?}", r.id, r.phases);
+        } else {
+            assert_eq!(n, 3, "{}: {:?}", r.id, r.phases);
+        }
+    }
+}
+
+#[test]
+fn published_cases_within_their_tolerance() {
+    let cases = published_cases();
+    assert!(cases.len() >= 10, "{} published cases", cases.len());
+    for c in cases {
+        let r = compare_published(c).unwrap_or_else(|e| panic!("{}: {e:?}", c.id));
+        println!(
+            "{} ({}): {} tol {:?}",
+            r.id,
+            r.metric,
+            row("", &r.pair).trim(),
+            r.tolerance
+        );
+        if let Some(tol) = r.tolerance {
+            assert!(
+                r.pair.error.abs() <= tol,
+                "{} {}: measured {} estimated {} ({:+.2} %, tolerance {:.0} %)",
+                r.id,
+                r.metric,
+                r.pair.measured,
+                r.pair.estimated,
+                r.pair.error * 100.0,
+                tol * 100.0
+            );
+        }
+    }
+}
+
+#[test]
+fn error_stats_by_hand() {
+    // |errors| sorted: 0.01 0.02 0.03 0.04 0.10 -> median 0.03; nearest-rank p90 is the
+    // ceil(0.9 x 5) = 5th value, 0.10
+    let s = error_stats(&[0.02, -0.01, 0.10, -0.04, 0.03]);
+    assert_eq!(s.count, 5);
+    assert!((s.median - 0.03).abs() < 1e-12);
+    assert!((s.p90 - 0.10).abs() < 1e-12);
+    assert!((s.max - 0.10).abs() < 1e-12);
+    // even count: the mean of the middle two
+    let s = error_stats(&[0.01, 0.03, 0.02, 0.04]);
+    assert!((s.median - 0.025).abs() < 1e-12);
+    assert_eq!(error_stats(&[]).count, 0);
+}

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Memory probe: run a config in gpu-mem-calc's schema with PyTorch + transformers and record
+the memory it really allocates, per phase and per category.
+
+    python3 probe/probe.py CONFIG.json [CONFIG.json ...] --out records.jsonl
+    python3 probe/probe.py --grid probe/grid.json --out tests/reference/probe_records.jsonl
+
+Devices:
+  --device fake   (default) CPU under FakeTensorMode: no memory is allocated, every tensor's
+                  size is tracked by torch.distributed._tools.mem_tracker.MemTracker (a
+                  TorchDispatchMode), so 7B-70B models at long sequences run in seconds.
+  --device cpu    the same with real CPU tensors (slow; used to validate fake mode).
+  --device cuda   a CUDA GPU: torch.cuda.max_memory_allocated / max_memory_reserved per phase,
+                  the CUDA context, nvidia-smi's used memory (and MemTracker's categories).
+
+A training run builds the model from its config.json with random weights (never downloading
+anything), then runs two steps of forward, backward, optimizer step and zero_grad; the second
+step is the steady state. An inference run prefills the prompt and decodes to context_len.
+Each record holds the config, the versions, and the measured bytes (see probe/README.md).
+"""
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+import transformers
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.distributed._tools.mem_tracker import MemTracker
+from transformers import AutoConfig, AutoModelForCausalLM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cuda_semantics  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CATEGORIES = {"PARAM": "parameters", "BUFFER": "buffers", "GRAD": "gradients", "ACT": "activations",
+              "TEMP": "temporaries", "OPT": "optimizer_states", "OTH": "other"}
+
+
+def hf_config(model: dict) -> dict:
+    """The config.json of the model section: a preset file, an hf_config, or HF keys."""
+    if "preset" in model:
+        index = json.load(open(os.path.join(ROOT, "presets", "models", "index.json")))
+        entry = next(m for m in index["models"] if m["id"] == model["preset"])
+        cfg = json.load(open(os.path.join(ROOT, "presets", "models", "hf", entry["file"])))
+    elif "hf_config" in model:
+        cfg = dict(model["hf_config"])
+    else:
+        cfg = {"model_type": "llama"}
+    for k, v in model.items():
+        if k not in ("preset", "hf_config", "name", "num_parameters"):
+            (cfg["text_config"] if "text_config" in cfg else cfg)[k] = v
+    return cfg
+
+
+def build_model(cfg: dict, dtype, attention: str, device: str = "cuda"):
+    cfg = {k: v for k, v in cfg.items() if k not in ("auto_map", "quantization_config", "_source")}
+    config = AutoConfig.for_model(**cfg)
+    config._attn_implementation = {"flash": "sdpa"}.get(attention, attention)
+    if device != "cuda" and attention in ("sdpa", "flash"):
+        cuda_semantics.zero_attention_dropout(config)
+    return AutoModelForCausalLM.from_config(config, dtype=dtype)
+
+
+def make_optimizer(params, name: str, impl: str):
+    kw = {"foreach": True} if impl == "foreach" else {"fused": True} if impl == "fused" else {"foreach": False}
+    if name in ("adamw", "adam"):
+        cls = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
+        return cls(params, lr=1e-5, **kw)
+    if name == "sgd_momentum":
+        kw.pop("fused", None)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **kw)
+    if name == "sgd":
+        kw.pop("fused", None)
+        return torch.optim.SGD(params, lr=1e-3, **kw)
+    if name == "adafactor":
+        from transformers.optimization import Adafactor
+        return Adafactor(params, lr=1e-3, relative_step=False, scale_parameter=False, warmup_init=False)
+    raise ValueError(f"optimizer {name} is not probed")
+
+
+class PhaseTracker:
+    """Per-phase peaks from a MemTracker: the peak since the last mark, by category."""
+
+    def __init__(self, mt: MemTracker):
+        self.mt = mt
+        self.phases = {}
+
+    def mark(self, name: str):
+        peak = list(self.mt.get_tracker_snapshot("peak").values())
+        snap = {CATEGORIES.get(str(k).split(".")[-1], str(k)): int(v) for k, v in peak[0].items()} if peak else {}
+        snap["total"] = snap.pop("Total", 0)
+        self.phases[name] = snap
+        cur = self.mt.get_tracker_snapshot("current")
+        self.mt._peak_mem_snap = cur
+        self.mt._peak_mem = {d: s["Total"] for d, s in cur.items()}
+
+
+def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
+    t = cfg.get("training", {})
+    precision = t.get("precision", "amp_bf16")
+    half = torch.float16 if "fp16" in precision else torch.bfloat16
+    weight_dtype = {"fp32": torch.float32, "amp_bf16": torch.float32, "amp_fp16": torch.float32}.get(precision, half)
+    attention = t.get("attention", "sdpa")
+    b, s = int(t.get("micro_batch_size", 1)), int(t.get("seq_len", 2048))
+    dev = "cuda" if device == "cuda" else "cpu"
+    with torch.device(dev):
+                model = build_model(model_cfg, weight_dtype, attention, device)
+    if t.get("activation_checkpointing", "none") == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    lora = t.get("lora")
+    if lora:
+        from peft import LoraConfig, get_peft_model
+        targets = lora.get("target_modules", ["q_proj", "v_proj"])
+        model = get_peft_model(model, LoraConfig(r=lora.get("rank", 8), lora_alpha=lora.get("alpha", 16),
+                                                 target_modules=targets, lora_dropout=lora.get("dropout", 0.0)))
+    params = [p for p in model.parameters() if p.requires_grad]
+    # autograd adds a tied embedding's two gradients out of place under a TorchDispatchMode
+    # (MemTracker, FakeTensorMode): one vocab x hidden gradient more than CUDA at that moment
+    emb, head = model.get_input_embeddings(), model.get_output_embeddings()
+    tied = head is not None and emb.weight is head.weight and emb.weight.requires_grad
+    artifacts = {"tied_embedding_out_of_place_add_bytes": emb.weight.numel() * emb.weight.element_size()} if tied and device != "cuda" else {}
+    opt = make_optimizer(params, t.get("optimizer", "adamw"), t.get("optimizer_impl", "foreach"))
+    ids = torch.randint(0, model_cfg.get("vocab_size", 1000) if "vocab_size" in model_cfg else 1000, (b, s), device=dev)
+    amp = contextlib.nullcontext()
+    if precision.startswith("amp_"):
+        amp = torch.autocast(dev, dtype=half)
+    mt = MemTracker()
+    mt.track_external(model, opt, ids)
+    pt = PhaseTracker(mt)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    cuda = {}
+    with mt:
+        for step in range(2):
+            mt.reset_mod_stats()
+            with amp:
+                out = model(input_ids=ids, labels=ids, use_cache=False)
+            loss = out.loss
+            pt.mark(f"forward{step}")
+            cuda_mark(cuda, f"forward{step}", device)
+            loss.backward()
+            del out, loss
+            pt.mark(f"backward{step}")
+            cuda_mark(cuda, f"backward{step}", device)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            pt.mark(f"optimizer_step{step}")
+            cuda_mark(cuda, f"optimizer_step{step}", device)
+    return {"phases": pt.phases, "cuda": cuda, "artifacts": artifacts}
+
+
+def run_inference(cfg: dict, model_cfg: dict, device: str) -> dict:
+    inf = cfg.get("inference", {})
+    fmt = inf.get("weight_format", "bf16")
+    dtype = {"fp32": torch.float32, "fp16": torch.float16}.get(fmt, torch.bfloat16)
+    b, ctx = int(inf.get("batch_size", 1)), int(inf.get("context_len", 4096))
+    decode = 4
+    prompt = int(inf.get("prompt_len", ctx - decode))
+    dev = "cuda" if device == "cuda" else "cpu"
+    with torch.device(dev):
+        model = build_model(model_cfg, dtype, inf.get("attention", "sdpa")).eval()
+    ids = torch.randint(0, 1000, (b, prompt), device=dev)
+    mt = MemTracker()
+    mt.track_external(model, ids)
+    pt = PhaseTracker(mt)
+    cuda = {}
+    with mt, torch.no_grad():
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        nxt = out.logits[:, -1, :].to(torch.float32).softmax(-1).argmax(-1, keepdim=True)
+        del out
+        pt.mark("prefill")
+        cuda_mark(cuda, "prefill", device)
+        for _ in range(ctx - prompt):
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            nxt = out.logits[:, -1, :].to(torch.float32).softmax(-1).argmax(-1, keepdim=True)
+            del out
+        pt.mark("decode")
+        cuda_mark(cuda, "decode", device)
+    return {"phases": pt.phases, "cuda": cuda}
+
+
+def cuda_mark(cuda: dict, name: str, device: str):
+    if device != "cuda":
+        return
+    torch.cuda.synchronize()
+    cuda[name] = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                  "max_memory_reserved": torch.cuda.max_memory_reserved()}
+    torch.cuda.reset_peak_memory_stats()
+
+
+def nvidia_smi_used() -> int | None:
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+        return int(out[0]) * 2**20 if out else None
+    except Exception:
+        return None
+
+
+def probe(cfg: dict, device: str) -> dict:
+    model_cfg = hf_config(cfg.get("model", {}))
+    mode = cfg.get("mode", "inference" if "inference" in cfg and "training" not in cfg else "training")
+    context = {}
+    if device == "cuda":
+        torch.cuda.init()
+        torch.ones(1, device="cuda")
+        free, total = torch.cuda.mem_get_info()
+        context = {"cuda_context_bytes": total - free, "cuda_total_bytes": total, "device_name": torch.cuda.get_device_name()}
+    start = time.time()
+    if device != "cuda":
+        cuda_semantics.install()
+    if device == "fake":
+        cuda_semantics.answer_data_checks_as_real()
+    fake = FakeTensorMode() if device == "fake" else contextlib.nullcontext()
+    with fake:
+        torch.manual_seed(0)
+        result = run_inference(cfg, model_cfg, device) if mode == "inference" else run_training(cfg, model_cfg, device)
+    phases = result["phases"]
+    # the steady state: the second step's phases (inference has one of each)
+    steady = {k.rstrip("1"): v for k, v in phases.items() if not k.endswith("0")}
+    peak_phase = max(steady, key=lambda k: steady[k]["total"])
+    measured = {
+        "metric": "allocated" if device == "cuda" else "tensor_bytes",
+        "peak_allocated_bytes": max(v["total"] for v in phases.values()),
+        "peak_phase": peak_phase,
+        "phases": steady,
+        "first_step": {k[:-1]: v for k, v in phases.items() if k.endswith("0")},
+    }
+    if result.get("artifacts"):
+        measured["tracker_artifacts"] = result["artifacts"]
+    if device == "cuda":
+        measured.update(context)
+        measured["cuda"] = result["cuda"]
+        measured["peak_allocated_bytes"] = max(v["max_memory_allocated"] for v in result["cuda"].values())
+        measured["peak_reserved_bytes"] = max(v["max_memory_reserved"] for v in result["cuda"].values())
+        measured["nvidia_smi_used_bytes"] = nvidia_smi_used()
+    return {
+        "id": cfg.get("id") or cfg.get("name", ""),
+        "source": f"probe/probe.py --device {device}",
+        "config": {k: v for k, v in cfg.items() if k not in ("id",)},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()},
+        "seconds": round(time.time() - start, 1),
+        "measured": measured,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("configs", nargs="*")
+    ap.add_argument("--grid", help="a JSON list of configs (each with an id)")
+    ap.add_argument("--device", choices=["fake", "cpu", "cuda"], default="fake")
+    ap.add_argument("--out", help="append records here (JSON lines); default stdout")
+    ap.add_argument("--only", help="run only grid ids containing this text")
+    a = ap.parse_args()
+    configs = [json.load(open(p)) for p in a.configs]
+    if a.grid:
+        configs += json.load(open(a.grid))
+    if a.only:
+        configs = [c for c in configs if a.only in c.get("id", "")]
+    out = open(a.out, "a") if a.out else sys.stdout
+    for cfg in configs:
+        try:
+            rec = probe(cfg, a.device)
+        except Exception as e:  # keep going; report the failure
+            print(f"{cfg.get('id')}: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
+        print(json.dumps(rec), file=out, flush=True)
+        print(f"{rec['id']}: {rec['measured']['peak_allocated_bytes'] / 2**30:.3f} GiB ({rec['seconds']} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

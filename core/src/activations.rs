@@ -87,6 +87,20 @@ impl ActCtx<'_> {
             self.arch.num_key_value_heads.div_ceil(self.tp)
         }
     }
+    /// Bytes per intermediate element the MLP activation function keeps (HF modules),
+    /// besides the fc2 input. `gelu_new` (`NewGELUActivation`, GPT-2 and Phi-2) is written
+    /// out in elementwise ops, `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`,
+    /// and autograd keeps x (saved by `pow`), `tanh(..)`, `1 + tanh(..)` and `0.5 * x`.
+    /// Under autocast `pow` runs in fp32 (it is on the CUDA autocast fp32 list), so x, the
+    /// tanh and the sum are fp32 copies while `0.5 * x` stays half. Fused activations
+    /// (`gelu`, `gelu_pytorch_tanh`, `silu`, ...) keep only their input.
+    fn activation_saved(&self) -> u64 {
+        match self.arch.hidden_act.as_str() {
+            "gelu_new" if self.autocast => 3 * 4 + self.act,
+            "gelu_new" => 4 * self.act,
+            _ => self.act,
+        }
+    }
     fn dropout_mask(&self, p: f64, elems: u64) -> u64 {
         if p > 0.0 { elems } else { 0 }
     }
@@ -327,8 +341,9 @@ fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: b
             match a.mlp {
                 // gate (act input), act(gate), up (mul inputs), product (down_proj input)
                 MlpKind::Gated => push(v, "gated_mlp", t * i * 3 * c.act + down_input),
-                // fc1 output (activation input) and activation output (fc2 input)
-                MlpKind::Standard => push(v, "mlp", t * i * c.act + down_input),
+                // fc1 output (activation input) and activation output (fc2 input); for
+                // `gelu_new`, the intermediates of its formula too
+                MlpKind::Standard => push(v, "mlp", t * i * c.activation_saved() + down_input),
             }
             push(
                 v,

@@ -145,6 +145,13 @@ pub struct PublishedResult {
     pub source: String,
 }
 
+impl PublishedResult {
+    /// Whether the estimate is within the case's tolerance (`None`: reported only).
+    pub fn within(&self) -> Option<bool> {
+        self.tolerance.map(|t| self.pair.error.abs() <= t)
+    }
+}
+
 /// Median and 90th percentile of |error| over a set of cases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorStats {

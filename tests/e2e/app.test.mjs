@@ -247,3 +247,37 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('how accurate is this: suite error, nearest measured runs, the user\'s own measurement', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  await page.selectOption('#model-preset', 'llama-3.2-1b');
+  await page.click('#accuracy summary');
+  // the suite's statistics: peak, activations, optimizer states, each a percentage
+  const rows = page.locator('#accuracy-summary tbody tr');
+  assert.equal(await rows.count(), 3);
+  assert.match(await rows.nth(0).textContent(), /peak allocated\s*\d+\s*\d+\.\d %\s*\d+\.\d %/);
+  // the nearest measured runs are of the chosen model
+  await page.locator('#nearest tbody tr', { hasText: 'llama-3.2-1b' }).first().waitFor();
+  assert.equal(await page.locator('#nearest tbody tr').count(), 3);
+  // a bad calibration is an error at the field, nothing applied
+  await page.fill('#calibration', 'usage: 3 GiB');
+  await page.locator('#calibration-error', { hasText: 'unknown name' }).waitFor();
+  assert.equal(await page.locator('#calibration').getAttribute('aria-invalid'), 'true');
+  // torch.cuda numbers: compared side by side; the implied reserve goes into the config
+  await page.fill('#calibration', 'max_memory_allocated: 20 GiB\nmax_memory_reserved: 22 GiB');
+  assert.equal(await page.locator('#calibration').getAttribute('aria-invalid'), 'false');
+  await page.locator('#calibration-table tbody tr', { hasText: 'max_memory_allocated' }).waitFor();
+  await page.locator('#calibration-table tbody tr', { hasText: 'max_memory_reserved' }).waitFor();
+  await page.click('#apply-calibration');
+  // (22 - 20) / 20 = 0.1
+  assert.equal(await page.inputValue('#overheads-allocator_reserve_fraction'), '0.1');
+  await page.locator('#accuracy').screenshot({ path: path.join(OUT, 'accuracy.png') });
+  // kept in this browser: the text survives a reload, and so does the applied overhead
+  await page.reload();
+  await page.locator('#verdict').waitFor();
+  assert.equal(await page.inputValue('#calibration'), 'max_memory_allocated: 20 GiB\nmax_memory_reserved: 22 GiB');
+  assert.equal(await page.inputValue('#overheads-allocator_reserve_fraction'), '0.1');
+  assert.deepEqual(errors, []);
+  await context.close();
+});

@@ -5,6 +5,7 @@
 //! errors, the chart, the table and the export all read that memo. The last valid estimate
 //! stays on screen, marked stale, while the input is invalid.
 
+pub mod accuracy;
 pub mod chart;
 pub mod doc;
 pub mod hf_import;
@@ -141,6 +142,7 @@ pub fn App() -> impl IntoView {
                 <div id="chart" class="chart" inner_html=move || last_good.with(|e| e.as_ref().map(|e| chart::render_svg(e, (720, 380))).unwrap_or_default())></div>
                                 <Solvers parsed=parsed />
                 <Breakdown last_good=last_good />
+                <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
                 <div id="sweep" class="chart" inner_html=move || parsed.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>

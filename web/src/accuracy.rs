@@ -1,0 +1,220 @@
+//! "How accurate is this?": the measured error of the model (computed by
+//! `calc_core::accuracy` from the reference suite compiled into the app), the reference runs
+//! nearest to the current config, and the user's own measurement against the estimate.
+//! Nothing here computes memory: it only shows what `calc_core` returns.
+
+use calc_core::accuracy::{
+    BUDGET_MEDIAN, BUDGET_P90, Calibration, CaseResult, ErrorStats, Pair, compare_all,
+    compare_published, error_stats, nearest_cases, published_cases,
+};
+use calc_core::estimate::Estimate;
+use calc_core::units::fmt_gib;
+use calc_core::{Config, FieldError};
+use gloo_storage::{LocalStorage, Storage};
+use leptos::prelude::*;
+use serde_json::{Value, json};
+
+/// localStorage key of the pasted calibration text.
+pub const CALIBRATION_KEY: &str = "gpu-mem-calc.calibration.v1";
+
+fn pct(x: f64) -> String {
+    // no "-0.0 %" for an error that rounds to zero
+    let v = (x * 1000.0).round() / 10.0;
+    if v == 0.0 {
+        "0.0 %".into()
+    } else {
+        format!("{v:+.1} %")
+    }
+}
+
+fn abs_pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// Error statistics of one kind of pair over the whole probe suite.
+fn suite_stats(pick: impl Fn(&CaseResult) -> Option<f64>) -> ErrorStats {
+    let errors: Vec<f64> = compare_all().iter().filter_map(pick).collect();
+    error_stats(&errors)
+}
+
+fn component(r: &CaseResult, name: &str) -> Option<f64> {
+    r.components
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.error)
+}
+
+fn stats_row(label: &'static str, s: ErrorStats) -> impl IntoView {
+    view! {
+        <tr>
+            <th scope="row">{label}</th>
+            <td class="num">{s.count}</td>
+            <td class="num">{abs_pct(s.median)}</td>
+            <td class="num">{abs_pct(s.p90)}</td>
+            <td class="num">{abs_pct(s.max)}</td>
+        </tr>
+    }
+}
+
+fn pair_rows(pairs: Vec<Pair>) -> impl IntoView {
+    pairs
+        .into_iter()
+        .map(|p| {
+            view! {
+                <tr>
+                    <th scope="row">{p.name}</th>
+                    <td class="num">{fmt_gib(p.measured)}</td>
+                    <td class="num">{fmt_gib(p.estimated)}</td>
+                    <td class="num">{pct(p.error)}</td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
+/// The panel. `doc` is written only by the "use these overheads" button, which bumps
+/// `revision` so that the form shows the new values.
+#[component]
+pub fn AccuracyPanel(
+    parsed: Memo<Result<Config, Vec<FieldError>>>,
+    last_good: Memo<Option<Estimate>>,
+    doc: RwSignal<Value>,
+    revision: RwSignal<u32>,
+) -> impl IntoView {
+    let peak = suite_stats(|r| Some(r.peak.error));
+    let acts = suite_stats(|r| component(r, "activations"));
+    let opt = suite_stats(|r| component(r, "optimizer_states"));
+    let published: Vec<_> = published_cases()
+        .iter()
+        .filter_map(|c| compare_published(c).ok())
+        .collect();
+    let within = published
+        .iter()
+        .filter(|p| p.within() == Some(true))
+        .count();
+    let checked = published.iter().filter(|p| p.within().is_some()).count();
+
+    let nearest = Memo::new(move |_| {
+        parsed.with(|c| c.as_ref().map(|c| nearest_cases(c, 3)).unwrap_or_default())
+    });
+
+    let text = RwSignal::new(LocalStorage::get::<String>(CALIBRATION_KEY).unwrap_or_default());
+    Effect::new(move |_| {
+        let _ = LocalStorage::set(CALIBRATION_KEY, text.get());
+    });
+    let calibration = Memo::new(move |_| {
+        let t = text.get();
+        if t.trim().is_empty() {
+            None
+        } else {
+            Some(Calibration::parse(&t))
+        }
+    });
+    let cal_error = move || match calibration.get() {
+        Some(Err(e)) => e.first().map(|e| e.message.clone()),
+        _ => None,
+    };
+    let cal_pairs = move || match (calibration.get(), last_good.get()) {
+        (Some(Ok(c)), Some(e)) => c.compare(&e),
+        _ => Vec::new(),
+    };
+    let implied = move || match calibration.get() {
+        Some(Ok(c)) => c.implied_overheads(),
+        _ => (None, None),
+    };
+    let apply = move |_| {
+        let (ctx, reserve) = implied();
+        doc.update(|d| {
+            if !d.get("overheads").is_some_and(Value::is_object) {
+                d["overheads"] = json!({});
+            }
+            if let Some(m) = ctx {
+                d["overheads"]["cuda_context_mib"] = json!((m * 10.0).round() / 10.0);
+            }
+            if let Some(r) = reserve {
+                d["overheads"]["allocator_reserve_fraction"] = json!((r * 1000.0).round() / 1000.0);
+            }
+        });
+        revision.update(|r| *r += 1);
+    };
+
+    view! {
+        <details id="accuracy" class="group accuracy">
+            <summary>"How accurate is this?"</summary>
+            <p>
+                {format!(
+                    "The model is checked in CI against {} measured training and inference runs \
+                     (the PyTorch memory probe in probe/, exact live-tensor bytes per phase). \
+                     Budget: median |error| ≤ {:.0} %, 90th percentile ≤ {:.0} %.",
+                    peak.count,
+                    BUDGET_MEDIAN * 100.0,
+                    BUDGET_P90 * 100.0
+                )}
+            </p>
+            <table class="breakdown" id="accuracy-summary">
+                <thead>
+                    <tr><th scope="col">"|error| of"</th><th scope="col" class="num">"runs"</th>
+                        <th scope="col" class="num">"median"</th><th scope="col" class="num">"p90"</th>
+                        <th scope="col" class="num">"max"</th></tr>
+                </thead>
+                <tbody>
+                    {stats_row("peak allocated", peak)}
+                    {stats_row("activations", acts)}
+                    {stats_row("optimizer states", opt)}
+                </tbody>
+            </table>
+            <p>{format!(
+                "Published measurements: {within} of {checked} within their stated tolerance; \
+                 {} more reported without one (setups the source does not pin down; see ACCURACY.md).",
+                published.len() - checked
+            )}</p>
+            <h3>"Measured runs nearest to this configuration"</h3>
+            <table class="breakdown" id="nearest">
+                <thead>
+                    <tr><th scope="col">"run"</th><th scope="col" class="num">"measured"</th>
+                        <th scope="col" class="num">"estimated"</th><th scope="col" class="num">"error"</th></tr>
+                </thead>
+                <tbody>
+                    {move || nearest.get().into_iter().map(|r| view! {
+                        <tr>
+                            <th scope="row"><code>{r.id.clone()}</code></th>
+                            <td class="num">{fmt_gib(r.peak.measured)}</td>
+                            <td class="num">{fmt_gib(r.peak.estimated)}</td>
+                            <td class="num">{pct(r.peak.error)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <h3>"Your own measurement"</h3>
+            <label for="calibration">
+                "Paste torch.cuda.max_memory_allocated() / max_memory_reserved() (e.g. "
+                <code>"allocated: 61.2 GiB"</code>", one per line), a JSON object of them in bytes, "
+                "or a probe record. Kept in this browser only."
+            </label>
+            <textarea id="calibration" rows="4" spellcheck="false"
+                aria-invalid=move || if cal_error().is_some() { "true" } else { "false" }
+                aria-describedby="calibration-error"
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <p id="calibration-error" class="error" role="alert">{cal_error}</p>
+            <table class="breakdown" id="calibration-table"
+                style:display=move || if cal_pairs().is_empty() { "none" } else { "" }>
+                <thead>
+                    <tr><th scope="col">""</th><th scope="col" class="num">"you measured"</th>
+                        <th scope="col" class="num">"this estimate"</th><th scope="col" class="num">"error"</th></tr>
+                </thead>
+                <tbody>{move || pair_rows(cal_pairs())}</tbody>
+            </table>
+            <p style:display=move || if implied() == (None, None) { "none" } else { "" }>
+                {move || {
+                    let (ctx, reserve) = implied();
+                    let mut parts = Vec::new();
+                    if let Some(m) = ctx { parts.push(format!("CUDA context {m:.0} MiB")); }
+                    if let Some(r) = reserve { parts.push(format!("allocator reserve {:.1} % of allocated", r * 100.0)); }
+                    format!("Your measurement implies: {}. ", parts.join(", "))
+                }}
+                <button id="apply-calibration" on:click=apply>"Use these overheads"</button>
+            </p>
+        </details>
+    }
+}

@@ -276,6 +276,7 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
                         &[
                             "activations",
                             "logits",
+                            "forward_temporaries",
                             "autocast_weight_copies",
                             "dequantization_buffers",
                             "kv_cache",

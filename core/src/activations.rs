@@ -51,6 +51,8 @@ pub struct ActCtx<'a> {
     pub linear_input: u64,
     /// Under PyTorch autocast each linear casts its (fp32) input itself.
     pub autocast: bool,
+    /// The half type is fp16 (else bf16 when `act` is 2).
+    pub fp16: bool,
     /// LoRA fine-tuning: frozen base layers keep no inputs; targeted ones keep an adapter
     /// copy of theirs.
     pub lora: Option<&'a crate::config::Lora>,
@@ -257,7 +259,13 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
                 // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results
                 push(v, "qk_norm", (q_elems + k_elems) * (4 + c.act));
             }
-            push(v, "v", v_elems * c.act);
+            // v is a view of the projection's output; with a fused qkv projection that view
+            // keeps the whole output alive (rotary makes q and k new tensors beside it)
+            if a.fused_qkv && a.learned_position_embeddings == 0 {
+                push(v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
+            } else {
+                push(v, "v", v_elems * c.act);
+            }
             if eager {
                 if !selective {
                     // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
@@ -280,10 +288,15 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
                 push(v, "attention_output", o_elems * c.act);
                 push(v, "attention_lse", c.b * heads * c.s * 4);
             }
-            // o_proj input: under SDPA/flash the kernel's output is laid out (b, s, h, d), so
-            // transpose + reshape is a view of the tensor already kept above; eager attention's
-            // output is (b, h, s, d) and `.transpose(1, 2).contiguous()` copies it
-            let own_copy = if eager { o_elems * c.linear_input } else { 0 };
+            // o_proj input: under SDPA/flash the kernel's output follows q's layout, which is
+            // (b, s, h, d) after elementwise rotary, so transpose + reshape is a view of the
+            // tensor already kept above; eager attention's output and that of models whose
+            // rotary concatenates are (b, h, s, d) and `.transpose(1, 2).contiguous()` copies
+            let own_copy = if eager || a.rotary_concatenates() {
+                o_elems * c.linear_input
+            } else {
+                0
+            };
             push(
                 v,
                 "o_proj_input",
@@ -416,6 +429,52 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
     }
 }
 
+/// Extra memory while one layer runs its forward, beyond what it keeps (transformers
+/// modules; Megatron's fused kernels keep no such intermediates).
+///
+/// * Eager attention (`eager_attention_forward`): the scores are half, or fp32 under
+///   autocast where adding the fp32 causal mask promotes them. `softmax(scores, dim=-1,
+///   dtype=float32)` converts half scores to an fp32 copy before the softmax kernel (ATen
+///   `SoftMax.cpp softmax`; only CUDA fp16 has the fused half-to-float path), so the scores,
+///   that copy and the fp32 result are alive at once; `.to(dtype)` then adds the half copy
+///   while the scores and the result are still held. Without recomputation the result and
+///   its half copy are saved anyway, so the scores and the copy are the extra.
+/// * Under full recomputation nothing is saved inside the layer, so the MLP's working set
+///   (`act(gate)`, `up` and their product: 3 x I per token; for a plain MLP the
+///   activation's intermediates and its output) is extra too.
+pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> u64 {
+    if c.framework == Framework::Megatron {
+        return 0;
+    }
+    let full = c.recompute == Recompute::Full;
+    let attn = if c.attention == Attention::Eager {
+        let s2 = c.score_elems();
+        let scores = if c.autocast { 4 } else { c.act };
+        let converted = if scores == 2 && !c.fp16 { 4 } else { 0 };
+        let half = if c.act < 4 { c.act } else { 0 };
+        s2 * if full {
+            (scores + converted + 4).max(scores + 4 + half)
+        } else {
+            scores + converted
+        }
+    } else {
+        0
+    };
+    let mlp = match kind {
+        FfnKind::Dense if full => {
+            let i = c.arch.intermediate_size.div_ceil(c.tp);
+            c.tokens()
+                * i
+                * match c.arch.mlp {
+                    MlpKind::Gated => 3 * c.act,
+                    MlpKind::Standard => c.activation_saved() + c.act,
+                }
+        }
+        _ => 0,
+    };
+    attn.max(mlp)
+}
+
 /// Extra memory while one layer runs its backward: the layer's recomputed activations under
 /// full recomputation (or its attention core under selective), plus the gradients of its
 /// largest intermediates (grad of the MLP product, of act(gate) and up: 3 x I per token;
@@ -505,6 +564,7 @@ mod tests {
             residual: 2,
             linear_input: 2,
             autocast: false,
+            fp16: false,
             lora: None,
         }
     }

@@ -41,6 +41,7 @@ pub const COMPONENTS: &[&str] = &[
     "autocast_weight_copies",
     "communication_buffers",
     "optimizer_temporaries",
+    "forward_temporaries",
     "backward_temporaries",
     "adapter_weights",
     "dequantization_buffers",
@@ -835,6 +836,7 @@ fn act_ctx<'a>(r: &'a Resolved) -> ActCtx<'a> {
         residual: if autocast { 4 } else { b.activation },
         linear_input: b.linear_input,
         autocast,
+        fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
         lora: r.config.training.lora.as_ref(),
     }
 }
@@ -842,12 +844,15 @@ fn act_ctx<'a>(r: &'a Resolved) -> ActCtx<'a> {
 struct ActivationResult {
     total: u64,
     transient: u64,
+    /// Extra bytes while a layer runs its forward (see `activations::forward_transient`).
+    forward_transient: u64,
     formula: String,
 }
 
 fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     let mut per = 0u64;
     let mut transient = 0u64;
+    let mut forward_transient = 0u64;
     let mut parts = Vec::new();
     for (kind, count) in [
         (FfnKind::Dense, st.dense_layers),
@@ -859,6 +864,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         let one = activations::layer_bytes(c, kind);
         per += one * count;
         transient = transient.max(activations::backward_transient(c, kind));
+        forward_transient = forward_transient.max(activations::forward_transient(c, kind));
         parts.push(format!(
             "{count} {} layers x {}",
             if kind == FfnKind::Moe { "MoE" } else { "dense" },
@@ -915,6 +921,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     ActivationResult {
         total,
         transient,
+        forward_transient,
         formula: format!("b={} s={} ({rec}): {}{flight}", c.b, c.s, parts.join(" + ")),
     }
 }
@@ -1205,11 +1212,19 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
         ("optimizer_states", s.optimizer),
         ("communication_buffers", s.comm),
     ];
+    // forward: the larger of the loss computation at the end and a layer's own working
+    // set while it runs (eager attention scores, the MLP under full recomputation)
+    let (logits_fwd, fwd_temporaries) = if act.forward_transient > loss.forward {
+        (0, act.forward_transient)
+    } else {
+        (loss.forward, 0)
+    };
     let mut fwd: Vec<(&str, u64)> = common.to_vec();
     fwd.extend([
         ("gradients", grads_fwd),
         ("activations", act.total),
-        ("logits", loss.forward),
+        ("logits", logits_fwd),
+        ("forward_temporaries", fwd_temporaries),
         ("gathered_parameters", s.gathered),
         ("autocast_weight_copies", s.autocast),
         ("dequantization_buffers", dequant),
@@ -1449,6 +1464,13 @@ pub fn estimate_resolved(r: &Resolved) -> Estimate {
             b.state
         ),
         "PyTorch _multi_tensor_* optimizers; DeepSpeed fp32 gradient partition",
+    );
+    detail(
+        "forward_temporaries",
+        "one layer's own working set while it runs forward (eager attention scores and softmax; \
+         the MLP under full recomputation), when larger than the loss computation"
+            .to_string(),
+        "core/src/activations.rs forward_transient (transformers eager_attention_forward)",
     );
     detail(
         "backward_temporaries",

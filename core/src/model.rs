@@ -395,6 +395,26 @@ impl ModelArch {
                 .unwrap_or(false)
     }
 
+    /// Whether transformers builds the rotated q and k with `torch.cat` (partial rotary:
+    /// Phi, Phi-3, GPT-NeoX, GLM; MLA's nope/rope halves): the result is contiguous in
+    /// (batch, heads, seq, dim) order, so the attention kernel's output is too and
+    /// `transpose(1, 2).contiguous()` before `o_proj` makes a copy. Elementwise rotary
+    /// (Llama) keeps the projection's (batch, seq, heads, dim) layout and the copy is a no-op.
+    pub fn rotary_concatenates(&self) -> bool {
+        self.learned_position_embeddings == 0
+            && matches!(
+                self.model_type.as_str(),
+                "phi"
+                    | "phi3"
+                    | "gpt_neox"
+                    | "glm"
+                    | "glm4"
+                    | "chatglm"
+                    | "deepseek_v2"
+                    | "deepseek_v3"
+            )
+    }
+
     /// Module names of the attention projections for this family, in the order q, k, v, o
     /// (or fused qkv, o).
     pub(crate) fn attention_names(

@@ -20,6 +20,7 @@ pub fn component_color(name: &str) -> RGBColor {
         "autocast_weight_copies" => RGBColor(124, 179, 66),
         "communication_buffers" => RGBColor(141, 110, 99),
         "optimizer_temporaries" => RGBColor(236, 64, 122),
+        "forward_temporaries" => RGBColor(255, 112, 67),
         "backward_temporaries" => RGBColor(92, 107, 192),
         _ => RGBColor(158, 158, 158),
     }

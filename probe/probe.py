@@ -95,6 +95,19 @@ class GlobalMemTracker(MemTracker):
                 self._peak_mem_snap[dev] = dict(dev_snap)
 
 
+    def skip_frozen(self, model) -> None:
+        """MemTracker hooks every parameter's gradient and fails on frozen ones (LoRA base
+        weights): mark those as hooked already, with handles that remove nothing."""
+
+        class _NoHandle:
+            def remove(self):
+                pass
+
+        for p in model.parameters():
+            if not p.requires_grad:
+                self._param_to_grad_hook_handles[p] = (_NoHandle(), _NoHandle())
+
+
 class PhaseTracker:
     """Per-phase peaks from a MemTracker: the peak since the last mark, by category."""
 
@@ -128,6 +141,23 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     lora = t.get("lora")
     if lora:
         from peft import LoraConfig, get_peft_model
+        if device != "cuda":
+            # PEFT moves each new adapter to the base layer's device and dtype with
+            # Module.to, which swaps FakeTensor parameters and fails on the weak references
+            # FakeTensorMode keeps. Skipped: the adapters are created fp32 on the same device,
+            # which is where PEFT's default autocast_adapter_dtype=True leaves them anyway.
+            from peft.tuners.tuners_utils import BaseTunerLayer
+            BaseTunerLayer._move_adapter_to_device_of_base_layer = lambda self, *a, **k: None
+            # and `module.to(weight.device)` of each replaced module: a no-op on one CPU
+            orig_to = torch.nn.Module.to
+
+            def same_device_to(self, *args, **kwargs):
+                dev, dtype, *_ = torch._C._nn._parse_to(*args, **kwargs)
+                if dtype is None and (dev is None or dev.type == "cpu"):
+                    return self
+                return orig_to(self, *args, **kwargs)
+
+            torch.nn.Module.to = same_device_to
         targets = lora.get("target_modules", ["q_proj", "v_proj"])
         model = get_peft_model(model, LoraConfig(r=lora.get("rank", 8), lora_alpha=lora.get("alpha", 16),
                                                  target_modules=targets, lora_dropout=lora.get("dropout", 0.0)))
@@ -143,6 +173,7 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     if precision.startswith("amp_"):
         amp = torch.autocast(dev, dtype=half)
     mt = GlobalMemTracker()
+    mt.skip_frozen(model)
     mt.track_external(model, opt, ids)
     pt = PhaseTracker(mt)
     if device == "cuda":
@@ -190,6 +221,7 @@ def run_inference(cfg: dict, model_cfg: dict, device: str) -> dict:
         pt.mark("prefill")
         cuda_mark(cuda, "prefill", device)
         for _ in range(ctx - prompt):
+            mt.reset_mod_stats()  # per-module stats allow one root call per iteration
             out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache = out.past_key_values
             nxt = out.logits[:, -1, :].to(torch.float32).softmax(-1).argmax(-1, keepdim=True)
@@ -283,6 +315,8 @@ def main():
         try:
             rec = probe(cfg, a.device)
         except Exception as e:  # keep going; report the failure
+            if os.environ.get("PROBE_TRACEBACK"):
+                import traceback; traceback.print_exc()
             print(f"{cfg.get('id')}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         print(json.dumps(rec), file=out, flush=True)

@@ -171,10 +171,18 @@ pub fn kv_cache_bytes(
 }
 
 /// Peak bytes of the intermediate tensors of one forward pass over `tokens` tokens with
-/// no gradients kept: hidden state and residual (2 x tokens x h), plus the larger of the
-/// MLP (gate/up output and the activated product: 3 x tokens x I per GPU for a gated MLP,
-/// 2 x for a plain one; MoE: tokens x top-k routed rows) and the attention (q, k, v and
-/// the output; eager adds the `heads x tokens x kv_len` fp32 scores and their half copy).
+/// no gradients kept (transformers decoder layers under `torch.no_grad`):
+///
+/// * three hidden states: the layer's input (still held by the model's layer loop), the
+///   residual after attention and the normalized MLP input (3 x tokens x h);
+/// * plus the larger of the MLP (a gated MLP holds act(gate), up and their product:
+///   3 x tokens x I per GPU; `gelu_new` holds the fc1 output, `0.5 x`, `1 + tanh(..)` and
+///   their product: 4 x; a fused activation 2 x; MoE: tokens x top-k routed rows) and the
+///   attention (q, k, v and the output; eager adds the `heads x tokens x kv_len` scores:
+///   `softmax(scores, dtype=float32)` converts half scores to an fp32 copy first unless
+///   they are fp16 (ATen `SoftMax.cpp`), so the scores, that copy and the fp32 result are
+///   alive at once, then the result and its half copy).
+#[allow(clippy::too_many_arguments)]
 pub fn forward_workspace(
     arch: &ModelArch,
     tokens: u64,
@@ -182,6 +190,7 @@ pub fn forward_workspace(
     batch_rows: u64,
     attention: Attention,
     act: u64,
+    fp16: bool,
     tp: u64,
 ) -> u64 {
     let h = arch.hidden_size;
@@ -194,7 +203,12 @@ pub fn forward_workspace(
         None => (arch.intermediate_size, tokens),
     };
     let inter = inter.div_ceil(tp);
-    let mlp = rows * inter * act * if arch.mlp == MlpKind::Gated { 3 } else { 2 };
+    let mlp_tensors = match (arch.mlp, arch.hidden_act.as_str()) {
+        (MlpKind::Gated, _) => 3,
+        (MlpKind::Standard, "gelu_new") => 4,
+        _ => 2,
+    };
+    let mlp = rows * inter * act * mlp_tensors;
     let heads = arch.num_attention_heads.div_ceil(tp);
     let kv = (arch.num_key_value_heads / tp).max(1);
     let qkv =
@@ -203,11 +217,13 @@ pub fn forward_workspace(
     let scores = if attention == Attention::Eager {
         // per sequence: heads x (tokens / rows) x kv_len
         let per_seq = tokens / batch_rows.max(1);
-        batch_rows * heads * per_seq * kv_len * (4 + act)
+        let converted = if act == 2 && !fp16 { 4 } else { 0 };
+        let half = if act < 4 { act } else { 0 };
+        batch_rows * heads * per_seq * kv_len * (act + converted + 4).max(act + 4 + half)
     } else {
         0
     };
-    2 * tokens * h * act + mlp.max(qkv + out + scores)
+    3 * tokens * h * act + mlp.max(qkv + out + scores)
 }
 
 /// Bytes of vLLM's sampler pass over `rows` sequences and a `vocab` vocabulary during the
@@ -296,6 +312,8 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
     let l = &r.layout;
     let tp = l.tensor_parallel_size;
     let pp = l.pipeline_parallel_size;
+    // fp16 compute only for fp16 weights; quantized formats compute in bf16
+    let fp16 = inf.weight_format == WeightFormat::Fp16;
     let act = if inf.weight_format == WeightFormat::Fp32 {
         4
     } else {
@@ -342,7 +360,16 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                 // prefill: the prompt (or one chunk of it) through the stage, the cache
                 // filling up; logits for logits_to_keep positions plus generate's fp32 copy
                 // of the last one
-                let ws = forward_workspace(a, batch * chunk, prompt, batch, inf.attention, act, tp);
+                let ws = forward_workspace(
+                    a,
+                    batch * chunk,
+                    prompt,
+                    batch,
+                    inf.attention,
+                    act,
+                    fp16,
+                    tp,
+                );
                 let kv_prompt = kv_cache_bytes(
                     a,
                     (start, end),
@@ -371,8 +398,16 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                 } else {
                     (0, 0)
                 };
-                let decode_ws =
-                    forward_workspace(a, batch, inf.context_len, batch, inf.attention, act, tp);
+                let decode_ws = forward_workspace(
+                    a,
+                    batch,
+                    inf.context_len,
+                    batch,
+                    inf.attention,
+                    act,
+                    fp16,
+                    tp,
+                );
                 let phases = vec![
                     phase(
                         "prefill",
@@ -400,7 +435,7 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                 let weights = weights + rotary_cache_bytes(a, act);
                 let t = inf.max_num_batched_tokens;
                 let rows = inf.max_num_seqs.min(t).max(1);
-                let fwd = forward_workspace(a, t, t / rows, rows, Attention::Flash, act, tp);
+                let fwd = forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
                 let sampler = if st.has_head {
                     t * a.hidden_size * act + vllm_sampler_bytes(rows, vocab)
                 } else {

@@ -121,8 +121,16 @@ fn norm_saved(c: &ActCtx, v: &mut Vec<Saved>, name: &'static str, elems: u64) {
             // LlamaRMSNorm: fp32 copy of the input (the input itself when already fp32) saved
             // by pow/mul, rsqrt (one fp32 per token), and the normalized result cast back
             // to the input dtype, saved by `weight * x`.
+            // With a frozen norm weight (LoRA) `weight * x` keeps only the weight.
             NormKind::RmsNorm => {
-                push(v, name, elems * 4 + c.tokens() * 4 + elems * c.residual);
+                let scaled = if c.lora.is_some() {
+                    0
+                } else if c.arch.norm_scales_in_fp32() {
+                    4
+                } else {
+                    c.residual
+                };
+                push(v, name, elems * 4 + c.tokens() * 4 + elems * scaled);
             }
             // nn.LayerNorm: keeps its input plus mean and rstd (fp32 per token).
             NormKind::LayerNorm => push(v, name, elems * c.residual + 2 * c.tokens() * 4),
@@ -273,6 +281,10 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
                     let s2 = c.score_elems();
                     let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
                     push(v, "attention_probs", s2 * 4 + half_copy);
+                    if a.logit_softcapping() {
+                        // tanh(scores / cap), kept by tanh's backward
+                        push(v, "softcap_tanh", s2 * c.act);
+                    }
                     push(
                         v,
                         "attention_dropout_mask",

@@ -897,6 +897,8 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             Framework::Megatron => 2 * tokens * h * c.act / if c.sp { c.tp } else { 1 },
             _ => {
                 let norm = match r.arch.norm {
+                    // frozen under LoRA: `weight * x` keeps only the weight
+                    crate::model::NormKind::RmsNorm if c.lora.is_some() => tokens * h * 4 + tokens * 4,
                     crate::model::NormKind::RmsNorm => tokens * h * (4 + c.residual) + tokens * 4,
                     crate::model::NormKind::LayerNorm => tokens * h * c.residual + 8 * tokens,
                 };
@@ -981,12 +983,14 @@ fn logits_bytes(r: &Resolved, c: &ActCtx) -> LossMemory {
             // whose output is saved: the forward peak is inside the loss, with all three
             // alive; backward adds the nll gradient and the log_softmax gradient (4 B each).
             // The logits stay alive (held by the returned output) for all of backward.
+            // Gemma-2's final softcapping keeps tanh(logits / cap) beside the logits.
             let logits = if fp32 { 4 } else { c.act };
             let upcast = if fp32 { 0 } else { 4 };
+            let softcap = if r.arch.logit_softcapping() { logits } else { 0 };
             LossMemory {
-                forward: elems * (logits + upcast + 4),
-                backward: elems * (logits + 4 + 4 + 4),
-                kept: elems * logits,
+                forward: elems * (logits + softcap + upcast + 4),
+                backward: elems * (logits + softcap + 4 + 4 + 4),
+                kept: elems * (logits + softcap),
                 formula: format!(
                     "{tokens} tokens x {v} vocab x ({logits} B logits + 4 B log-softmax; backward + 8 B gradients)"
                 ),

@@ -395,6 +395,23 @@ impl ModelArch {
                 .unwrap_or(false)
     }
 
+    /// Gemma's RMSNorm (`Gemma*RMSNorm.forward`) multiplies the normalized fp32 tensor by
+    /// `1 + weight` in fp32 before casting back, so that mul keeps an fp32 copy where
+    /// Llama's keeps the result in the input dtype.
+    pub fn norm_scales_in_fp32(&self) -> bool {
+        matches!(
+            self.model_type.as_str(),
+            "gemma" | "gemma2" | "gemma3" | "gemma3_text"
+        )
+    }
+
+    /// Gemma-2 caps attention scores and final logits with `tanh(x / cap) * cap`
+    /// (`attn_logit_softcapping` 50, `final_logit_softcapping` 30 in every Gemma-2
+    /// config): autograd keeps each tanh output.
+    pub fn logit_softcapping(&self) -> bool {
+        self.model_type == "gemma2"
+    }
+
     /// Whether transformers builds the rotated q and k with `torch.cat` (partial rotary:
     /// Phi, Phi-3, GPT-NeoX, GLM; MLA's nope/rope halves): the result is contiguous in
     /// (batch, heads, seq, dim) order, so the attention kernel's output is too and

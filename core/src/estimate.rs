@@ -898,7 +898,9 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             _ => {
                 let norm = match r.arch.norm {
                     // frozen under LoRA: `weight * x` keeps only the weight
-                    crate::model::NormKind::RmsNorm if c.lora.is_some() => tokens * h * 4 + tokens * 4,
+                    crate::model::NormKind::RmsNorm if c.lora.is_some() => {
+                        tokens * h * 4 + tokens * 4
+                    }
                     crate::model::NormKind::RmsNorm => tokens * h * (4 + c.residual) + tokens * 4,
                     crate::model::NormKind::LayerNorm => tokens * h * c.residual + 8 * tokens,
                 };
@@ -986,7 +988,11 @@ fn logits_bytes(r: &Resolved, c: &ActCtx) -> LossMemory {
             // Gemma-2's final softcapping keeps tanh(logits / cap) beside the logits.
             let logits = if fp32 { 4 } else { c.act };
             let upcast = if fp32 { 0 } else { 4 };
-            let softcap = if r.arch.logit_softcapping() { logits } else { 0 };
+            let softcap = if r.arch.logit_softcapping() {
+                logits
+            } else {
+                0
+            };
             LossMemory {
                 forward: elems * (logits + softcap + upcast + 4),
                 backward: elems * (logits + softcap + 4 + 4 + 4),

@@ -177,7 +177,8 @@ pub fn kv_cache_bytes(
 ///   residual after attention and the normalized MLP input (3 x tokens x h);
 /// * plus the larger of the MLP (a gated MLP holds act(gate), up and their product:
 ///   3 x tokens x I per GPU; `gelu_new` holds the fc1 output, `0.5 x`, `1 + tanh(..)` and
-///   their product: 4 x; a fused activation 2 x; MoE: tokens x top-k routed rows) and the
+///   their product: 4 x; a fused activation 2 x; MoE: tokens x top-k routed rows, plus
+///   their dispatched input, expert output and weighted output, 3 x h each) and the
 ///   attention (q, k, v and the output; eager adds the `heads x tokens x kv_len` scores:
 ///   `softmax(scores, dtype=float32)` converts half scores to an fp32 copy first unless
 ///   they are fp16 (ATen `SoftMax.cpp`), so the scores, that copy and the fp32 result are
@@ -208,7 +209,12 @@ pub fn forward_workspace(
         (MlpKind::Standard, "gelu_new") => 4,
         _ => 2,
     };
-    let mlp = rows * inter * act * mlp_tensors;
+    let mut mlp = rows * inter * act * mlp_tensors;
+    if arch.moe.is_some() {
+        // the routed rows' dispatched input, expert output and weighted output (tokens x
+        // top-k x h each), as the training model's `expert_inputs` / `expert_outputs`
+        mlp += 3 * rows * h.div_ceil(tp) * act;
+    }
     let heads = arch.num_attention_heads.div_ceil(tp);
     let kv = (arch.num_key_value_heads / tp).max(1);
     let qkv =
@@ -370,16 +376,28 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                     fp16,
                     tp,
                 );
-                let kv_prompt = kv_cache_bytes(
-                    a,
-                    (start, end),
-                    batch,
-                    prompt,
-                    inf.kv_cache_dtype,
-                    act,
-                    tp,
-                    inf.engine,
-                );
+                // transformers' DynamicSlidingWindowLayer keeps its window as a slice of the
+                // prompt's whole key/value tensors, so during the prefill every layer holds
+                // the whole prompt (the window is copied out at the first decode step)
+                let kv_prompt = (start..end)
+                    .map(|i| {
+                        prompt * kv_bytes_per_token(a, i, inf.kv_cache_dtype, act, tp, inf.engine)
+                    })
+                    .sum::<u64>()
+                    * batch;
+                // the attention masks transformers builds once per forward (masking_utils):
+                // eager gets a float (b, 1, q, kv) mask per layer type; SDPA needs a boolean
+                // one only where the mask is not plain causal (sliding-window layers)
+                let sliding = (start..end).filter(|&i| a.is_sliding(i)).count() as u64;
+                let mask_elems = batch * chunk * prompt;
+                let masks = if inf.attention == Attention::Eager {
+                    let kinds = u64::from(sliding > 0) + u64::from(sliding < end - start);
+                    mask_elems * act * kinds
+                } else if sliding > 0 {
+                    mask_elems
+                } else {
+                    0
+                };
                 let kv_full = kv_cache_bytes(
                     a,
                     (start, end),
@@ -414,7 +432,7 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                         &[
                             ("weights", weights),
                             ("kv_cache", kv_prompt),
-                            ("activations", ws),
+                            ("activations", ws + masks),
                             ("logits", logits_prefill),
                         ],
                     ),

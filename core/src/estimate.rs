@@ -846,6 +846,10 @@ struct ActivationResult {
     transient: u64,
     /// Extra bytes while a layer runs its forward (see `activations::forward_transient`).
     forward_transient: u64,
+    /// What one layer keeps for backward when it is not recomputed (its saved tensors
+    /// stay alive while its own backward runs); 0 under full recomputation, where the
+    /// backward transient holds the recomputed ones.
+    layer_saved: u64,
     formula: String,
 }
 
@@ -853,6 +857,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     let mut per = 0u64;
     let mut transient = 0u64;
     let mut forward_transient = 0u64;
+    let mut layer_saved = 0u64;
     let mut parts = Vec::new();
     for (kind, count) in [
         (FfnKind::Dense, st.dense_layers),
@@ -865,6 +870,9 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         per += one * count;
         transient = transient.max(activations::backward_transient(c, kind));
         forward_transient = forward_transient.max(activations::forward_transient(c, kind));
+        if c.recompute != Recompute::Full {
+            layer_saved = layer_saved.max(one);
+        }
         parts.push(format!(
             "{count} {} layers x {}",
             if kind == FfnKind::Moe { "MoE" } else { "dense" },
@@ -926,6 +934,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         total,
         transient,
         forward_transient,
+        layer_saved,
         formula: format!("b={} s={} ({rec}): {}{flight}", c.b, c.s, parts.join(" + ")),
     }
 }
@@ -1271,9 +1280,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageResult {
             true,
         ),
         (
-            s.gradients + tied_extra + loss.kept + act.transient,
+            s.gradients + tied_extra + loss.kept + act.transient + act.layer_saved,
             loss.kept,
-            act.transient,
+            act.transient + act.layer_saved,
             s.gradients + tied_extra,
             false,
         ),

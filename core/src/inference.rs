@@ -7,9 +7,8 @@
 //! * **KV cache** per token and layer: `2 x kv_heads x head_dim x bytes` (GQA/MQA; with
 //!   TP each GPU holds `max(1, kv_heads / TP)` heads, vLLM replicating heads when TP
 //!   exceeds them); MLA under vLLM caches the latent `kv_lora_rank + qk_rope_head_dim`
-//!   once per token (DeepSeek-V2 paper, Sec. 2.1.2), transformers caches the
-//!   up-projected keys and values; sliding-window layers hold at most `sliding_window`
-//!   tokens.
+//!   once per token (DeepSeek-V2 paper, Sec. 2.1.2), and so does transformers 5;
+//!   sliding-window layers hold at most `sliding_window` tokens.
 //! * **Prefill workspace**: inference keeps no activations for backward; the peak is the
 //!   largest set of tensors alive inside one layer (the gated MLP's gate/up output and its
 //!   product, or the attention inputs and scores) plus the hidden state and residual.
@@ -130,11 +129,11 @@ pub fn kv_bytes_per_token(
         (Some(m), InferenceEngine::Vllm) => {
             ((m.kv_lora_rank + m.qk_rope_head_dim) * num).div_ceil(den) + per_head
         }
-        // transformers' DeepSeek attention caches the up-projected keys and values
+        // transformers 5 (DeepseekV2Attention / DeepseekV3Attention) caches the latents too,
+        // as two single-head tensors (`past_key_values.update(k_nope, k_pe)`) and expands
+        // them with kv_b_proj at every step
         (Some(m), InferenceEngine::Hf) => {
-            let heads = arch.num_attention_heads.div_ceil(tp);
-            let dims = m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim;
-            (heads * dims * num).div_ceil(den) + 2 * heads * per_head
+            ((m.kv_lora_rank + m.qk_rope_head_dim) * num).div_ceil(den) + 2 * per_head
         }
         (None, _) => {
             let kv = (arch.num_key_value_heads / tp).max(1);
@@ -217,9 +216,21 @@ pub fn forward_workspace(
     }
     let heads = arch.num_attention_heads.div_ceil(tp);
     let kv = (arch.num_key_value_heads / tp).max(1);
-    let qkv =
-        tokens * (heads * arch.qk_head_dim() + kv * (arch.qk_head_dim() + arch.v_head_dim())) * act;
-    let out = tokens * heads * arch.v_head_dim() * act;
+    let qkv = match &arch.mla {
+        // DeepseekV2Attention: q_proj output, its concatenated nope/rope query, kv_b_proj's
+        // expansion of the cached latents (nope + v per head) and the assembled keys
+        Some(m) => {
+            tokens * heads * (3 * arch.qk_head_dim() + m.qk_nope_head_dim + arch.v_head_dim()) * act
+        }
+        None => {
+            tokens
+                * (heads * arch.qk_head_dim() + kv * (arch.qk_head_dim() + arch.v_head_dim()))
+                * act
+        }
+    };
+    // the attention output, and its (b, s, h, d) copy where rotary concatenates
+    let copies = if arch.rotary_concatenates() { 2 } else { 1 };
+    let out = tokens * heads * arch.v_head_dim() * act * copies;
     let scores = if attention == Attention::Eager {
         // per sequence: heads x (tokens / rows) x kv_len
         let per_seq = tokens / batch_rows.max(1);
@@ -388,6 +399,14 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                 // the attention masks transformers builds once per forward (masking_utils):
                 // eager gets a float (b, 1, q, kv) mask per layer type; SDPA needs a boolean
                 // one only where the mask is not plain causal (sliding-window layers)
+                // the embedding output stays referenced by the model's forward
+                // (`inputs_embeds`) for the whole layer loop; GPT-2's position embeddings too
+                let embeds = if st.has_embedding {
+                    let tables = 1 + u64::from(a.learned_position_embeddings > 0);
+                    tables * batch * chunk * a.hidden_size * act
+                } else {
+                    0
+                };
                 let sliding = (start..end).filter(|&i| a.is_sliding(i)).count() as u64;
                 let mask_elems = batch * chunk * prompt;
                 let masks = if inf.attention == Attention::Eager {
@@ -432,7 +451,7 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
                         &[
                             ("weights", weights),
                             ("kv_cache", kv_prompt),
-                            ("activations", ws + masks),
+                            ("activations", ws + masks + embeds),
                             ("logits", logits_prefill),
                         ],
                     ),

@@ -118,6 +118,20 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print the DeepSpeed ds_config.json of a deepspeed / megatron_deepspeed config.
+    DsConfig {
+        /// The config JSON file.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// The config estimated on every GPU preset: which GPUs fit.
+    Fits {
+        /// The config JSON file.
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// List the model, GPU and example presets.
     Presets {
         #[arg(long)]
@@ -226,6 +240,31 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             let cfg = Config::from_value(doc)?;
             let est = calc_core::estimate(&cfg)?;
             print_estimate(&est, json);
+        }
+        Cmd::DsConfig { config } => {
+            let cfg = Config::from_value(read_json(&config, "config")?)?;
+            let ds = calc_core::export::deepspeed_config(&cfg)?;
+            out!("{}", serde_json::to_string_pretty(&ds).unwrap_or_default());
+        }
+        Cmd::Fits { config, json } => {
+            let cfg = Config::from_value(read_json(&config, "config")?)?;
+            let fits = calc_core::export::gpu_fits(&cfg)?;
+            if json {
+                out!(
+                    "{}",
+                    serde_json::to_string_pretty(&fits).unwrap_or_default()
+                );
+            } else {
+                for f in &fits {
+                    out!(
+                        "{:<28} {:>10} of {:>10}  {}",
+                        f.name,
+                        fmt_gib(f.total_bytes),
+                        fmt_gib(f.gpu_memory_bytes),
+                        if f.fits { "fits" } else { "does not fit" }
+                    );
+                }
+            }
         }
         Cmd::Validate { file } => {
             let doc = read_json(&file, "config")?;

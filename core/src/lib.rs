@@ -28,6 +28,7 @@ pub mod activations;
 pub mod config;
 pub mod error;
 pub mod estimate;
+pub mod export;
 pub mod hf;
 pub mod inference;
 pub mod limits;

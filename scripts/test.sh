@@ -21,4 +21,6 @@ rm -rf dist
 trunk build --release
 step "browser tests (headless Chromium)"
 (cd tests/e2e && node --test)
+step "browser tests under a sub-path (GitHub Pages project site)"
+(cd tests/e2e && BASE_PATH=/gpu-mem-calc/ node --test --test-name-pattern="loads|offline|state")
 step "all tests passed in $(( $(date +%s) - start )) s"

@@ -281,3 +281,128 @@ test('how accurate is this: suite error, nearest measured runs, the user\'s own 
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('state: a link reproduces the page; bad links and imports are rejected, nothing saved lost', async () => {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  await page.selectOption('#model-preset', 'qwen2.5-7b');
+  await page.fill('#training-micro_batch_size', '3');
+  await page.waitForFunction(() => location.hash.startsWith('#c=1.'));
+  const total = await gib(page, '#total-gib');
+  const link = await page.evaluate(() => location.href);
+
+  // the link in a fresh browser profile (nothing saved) shows the same config and numbers
+  const fresh = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const p2 = await fresh.newPage();
+  await p2.goto(link);
+  await p2.locator('#status', { hasText: 'Loaded the configuration from the link' }).waitFor();
+  assert.equal(await p2.inputValue('#training-micro_batch_size'), '3');
+  assert.equal(await p2.inputValue('#model-preset'), 'qwen2.5-7b');
+  assert.equal(await gib(p2, '#total-gib'), total);
+  await fresh.close();
+
+  // corrupt and hostile links: a message, and the saved configuration stays
+  const enc = s => Buffer.from(s).toString('base64url');
+  for (const [hash, why] of [
+    ['#c=1.%%%', 'corrupt'],
+    ['#c=7.abc', 'version'],
+    [`#c=1.${enc('{"model": {"preset": "<script>alert(1)</script>"}}')}`, 'preset'],
+    [`#c=1.${enc('{"schema_version": 1, "training": {"micro_batch_size": 1e300}}')}`, 'micro_batch_size'],
+  ]) {
+    await page.goto('about:blank');  // a new document, not a same-page hash change
+    await page.goto(`${ORIGIN}${BASE}${hash}`);
+    await page.locator('#status', { hasText: 'rejected' }).waitFor();
+    assert.match(await page.locator('#status').textContent(), new RegExp(why));
+    assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
+    assert.equal(await page.inputValue('#model-preset'), 'qwen2.5-7b');
+  }
+  assert.equal(await page.evaluate(() => document.querySelectorAll('script:not([type]), script[type=module]').length), 2, 'no script injected');
+
+  // import: hostile text is rejected at the field; a seed-format file is migrated
+  await page.click('#import summary');
+  await page.fill('#import-text', '{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": "lots"}}');
+  await page.click('#import-apply');
+  await page.locator('#import-error', { hasText: 'micro_batch_size' }).waitFor();
+  assert.equal(await page.locator('#import-text').getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
+  await page.fill('#import-text', 'not json at all');
+  await page.click('#import-apply');
+  await page.locator('#import-error', { hasText: 'invalid JSON' }).waitFor();
+  await page.setInputFiles('#import-file', path.resolve(HERE, '../../presets/examples/llama2_7b_deepspeed.json'));
+  await page.locator('#status', { hasText: 'Imported the configuration from llama2_7b_deepspeed.json' }).waitFor();
+  assert.equal(await page.inputValue('#training-micro_batch_size'), '4');
+  assert.equal(await page.locator('#import-error').textContent(), '');
+
+  // ds_config.json for the DeepSpeed engine (the imported example is ZeRO-3 with CPU offload)
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-ds')]);
+  assert.equal(dl.suggestedFilename(), 'ds_config.json');
+  const ds = JSON.parse(readFileSync(await dl.path(), 'utf8'));
+  assert.equal(ds.zero_optimization.stage, 3);
+  assert.equal(ds.zero_optimization.offload_optimizer.device, 'cpu');
+  assert.equal(ds.train_batch_size, 4 * 4 * 8);
+  await page.selectOption('#engine-type', '"fsdp"');
+  await page.locator('#export-ds').waitFor({ state: 'hidden' });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, colorScheme: 'dark' });
+  const { page, errors } = await openPage(context);
+  // each component row opens its formula and source, computed by calc-core
+  const row = page.locator('#breakdown tr[data-component="optimizer_states"] details');
+  await row.locator('summary').click();
+  await row.locator('.formula').waitFor();
+  assert.match(await row.locator('.source').textContent(), /Source: .+/);
+  // which GPUs fit: one bar per preset, each labelled
+  assert.equal(await page.locator('#fits svg text', { hasText: /[✓✗] / }).count(), 8);
+  // keyboard: focus the micro-batch field by Tab order from the preset select and type
+  await page.focus('#model-preset');
+  await page.keyboard.press('ArrowDown');
+  await page.locator('#training-micro_batch_size').focus();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('0');
+  const err = page.locator('#training-micro_batch_size-error');
+  await err.waitFor();
+  const described = await page.locator('#training-micro_batch_size').getAttribute('aria-describedby');
+  assert.ok(described.split(' ').includes('training-micro_batch_size-error'), described);
+  assert.equal(await page.locator('#training-micro_batch_size').getAttribute('aria-invalid'), 'true');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('1');
+  await err.waitFor({ state: 'hidden' });
+  await page.screenshot({ path: path.join(OUT, 'dark.png'), fullPage: true });
+  await context.close();
+  // a phone: one column, nothing wider than the screen
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const { page: m, errors: e2 } = await openPage(phone);
+  const overflow = await m.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `page wider than the phone by ${overflow}px`);
+  await m.screenshot({ path: path.join(OUT, 'mobile.png'), fullPage: true });
+  assert.deepEqual([...errors, ...e2], []);
+  await phone.close();
+});
+
+test('offline: after one visit the app loads with the server gone', async () => {
+  const port = PORT + 1;
+  const origin = `http://127.0.0.1:${port}`;
+  let root = DIST;
+  if (BASE !== '/') {
+    root = mkdtempSync(path.join(tmpdir(), 'site-'));
+    symlinkSync(DIST, path.join(root, BASE.replace(/^\/|\/$/g, '')));
+  }
+  const srv = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', root], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    try { await fetch(`${origin}${BASE}`); break; } catch { await new Promise(r => setTimeout(r, 100)); }
+  }
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${origin}${BASE}`);
+  await page.locator('#verdict').waitFor();
+  await page.evaluate(async () => { await navigator.serviceWorker.ready; });
+  srv.kill();
+  await new Promise(r => setTimeout(r, 300));
+  await page.reload();
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  assert.ok(await page.locator('#chart svg rect').count() > 5, 'chart drawn offline');
+  await context.close();
+});

@@ -259,3 +259,84 @@ fn draw_sweep<DB: DrawingBackend>(
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
+
+/// "Which GPUs fit": per GPU preset, a horizontal bar of the configuration's total memory
+/// (green where it fits, red where not) over the GPU's capacity (grey).
+pub fn render_fits_svg(fits: &[calc_core::export::GpuFit], size: (u32, u32)) -> String {
+    if fits.is_empty() {
+        return String::new();
+    }
+    let mut buf = String::new();
+    {
+        let backend = SVGBackend::with_string(&mut buf, size);
+        if let Err(err) = draw_fits(backend, fits) {
+            return format!("<p class=\"chart-error\">chart: {err}</p>");
+        }
+    }
+    buf.replace("#000000", "currentColor")
+        .replace("#000", "currentColor")
+}
+
+fn draw_fits<DB: DrawingBackend>(
+    backend: DB,
+    fits: &[calc_core::export::GpuFit],
+) -> Result<(), String> {
+    let root = backend.into_drawing_area();
+    let n = fits.len() as f64;
+    let xmax = fits
+        .iter()
+        .map(|f| gib(f.total_bytes.max(f.gpu_memory_bytes)))
+        .fold(1.0, f64::max)
+        * 1.05;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .margin_left(8)
+        .x_label_area_size(30)
+        .y_label_area_size(200)
+        .build_cartesian_2d(0f64..xmax, 0f64..n)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc("GiB (total incl. overheads; grey: GPU capacity)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(RGBAColor(128, 128, 128, 0.3))
+        .label_style(("sans-serif", 12).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", 12).into_font().color(&BLACK))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let grey = RGBColor(158, 158, 158).mix(0.45);
+    let (green, red) = (RGBColor(46, 160, 67), RGBColor(211, 47, 47));
+    // top to bottom in the order given (smallest capacity first)
+    let y = |i: usize| n - 1.0 - i as f64;
+    chart
+        .draw_series(fits.iter().enumerate().map(|(i, f)| {
+            Rectangle::new(
+                [(0.0, y(i) + 0.12), (gib(f.gpu_memory_bytes), y(i) + 0.88)],
+                grey.filled(),
+            )
+        }))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(fits.iter().enumerate().map(|(i, f)| {
+            let c = if f.fits { green } else { red };
+            Rectangle::new(
+                [(0.0, y(i) + 0.3), (gib(f.total_bytes), y(i) + 0.7)],
+                c.filled(),
+            )
+        }))
+        .map_err(|e| e.to_string())?;
+    let style = TextStyle::from(("sans-serif", 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    for (i, f) in fits.iter().enumerate() {
+        let (x, yy) = chart.backend_coord(&(0.0, y(i) + 0.5));
+        let label = format!("{} {}", if f.fits { "✓" } else { "✗" }, f.name);
+        root.draw(&Text::new(label, (x - 6, yy), style.clone()))
+            .map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}

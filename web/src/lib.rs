@@ -9,6 +9,7 @@ pub mod accuracy;
 pub mod chart;
 pub mod doc;
 pub mod hf_import;
+pub mod state;
 
 use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::units::fmt_gib;
@@ -36,11 +37,34 @@ pub fn default_doc() -> Value {
     })
 }
 
-/// The saved document, if any (a JSON object).
+/// The saved document, if any (a JSON object), migrated from older schema versions.
 fn load_saved() -> Option<Value> {
     LocalStorage::get::<Value>(STORAGE_KEY)
         .ok()
         .filter(|v| v.is_object())
+        .map(state::migrate_saved)
+}
+
+/// The document to start from: the link's (URL fragment) when it holds an acceptable one,
+/// else the saved one, else the default; and a message about the link.
+fn initial_doc() -> (Value, String) {
+    let saved = || load_saved().unwrap_or_else(default_doc);
+    let hash = window().location().hash().unwrap_or_default();
+    match state::decode_fragment(&hash) {
+        Some(Ok(v)) => (v, "Loaded the configuration from the link".into()),
+        Some(Err(e)) => (
+            saved(),
+            format!("The link's configuration was rejected: {e}. Your saved configuration is unchanged."),
+        ),
+        None => (saved(), String::new()),
+    }
+}
+
+/// A Performance API mark (read by the benchmark in tests/e2e/bench.mjs).
+fn mark(name: &str) {
+    if let Some(p) = window().performance() {
+        let _ = p.mark(name);
+    }
 }
 
 fn dom_id(path: &str) -> String {
@@ -51,14 +75,16 @@ fn dom_id(path: &str) -> String {
 pub fn run() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(App);
+    mark("first-render");
 }
 
 #[component]
 pub fn App() -> impl IntoView {
-    let doc = RwSignal::new(load_saved().unwrap_or_else(default_doc));
+    let (initial, link_message) = initial_doc();
+    let doc = RwSignal::new(initial);
     // bumped when the whole document is replaced, so that the inputs show the new values
     let revision = RwSignal::new(0u32);
-    let status = RwSignal::new(String::new());
+    let status = RwSignal::new(link_message);
 
     let parsed = Memo::new(move |_| Config::from_value(doc.get()));
     let result: Memo<Result<Estimate, Vec<FieldError>>> =
@@ -71,10 +97,17 @@ pub fn App() -> impl IntoView {
     let errors = Memo::new(move |_| result.get().err().unwrap_or_default());
     let stale = Memo::new(move |_| result.with(|r| r.is_err()));
 
-    // persistence: the document (valid or not) is the user's work
+    // persistence: the document (valid or not) is the user's work; the link follows it
     Effect::new(move |_| {
         let d = doc.get();
         let _ = LocalStorage::set(STORAGE_KEY, &d);
+        if let Ok(h) = window().history() {
+            let _ = h.replace_state_with_url(
+                &JsValue::NULL,
+                "",
+                Some(&state::encode_fragment(&d)),
+            );
+        }
     });
 
     let replace_doc = move |v: Value| {
@@ -99,6 +132,37 @@ pub fn App() -> impl IntoView {
                 Err(_) => status.set("Copy failed: the browser refused clipboard access".into()),
             }
         });
+    };
+    let on_ds_config = move |_| {
+        let r = parsed
+            .get_untracked()
+            .and_then(|c| calc_core::export::deepspeed_config(&c));
+        match r {
+            Ok(ds) => match download(
+                "ds_config.json",
+                &serde_json::to_string_pretty(&ds).unwrap_or_default(),
+            ) {
+                Ok(()) => status.set("Exported ds_config.json".into()),
+                Err(e) => status.set(format!("Export failed: {e}")),
+            },
+            Err(e) => status.set(format!(
+                "No ds_config.json: {}",
+                e.first().map(|e| e.message.clone()).unwrap_or_default()
+            )),
+        }
+    };
+    let on_copy_link = move |_| {
+        let url = window().location().href().unwrap_or_default();
+        let p = window().navigator().clipboard().write_text(&url);
+        wasm_bindgen_futures::spawn_local(async move {
+            match wasm_bindgen_futures::JsFuture::from(p).await {
+                Ok(_) => status.set("Copied a link to this configuration".into()),
+                Err(_) => status.set("Copy failed: the browser refused clipboard access".into()),
+            }
+        });
+    };
+    let is_deepspeed = move || {
+        doc.with(|d| matches!(doc::engine_type(d).as_str(), "deepspeed" | "megatron_deepspeed"))
     };
     let on_reset = move |_| {
         replace_doc(default_doc());
@@ -139,14 +203,28 @@ pub fn App() -> impl IntoView {
             <section class="results" class:stale=move || stale.get() aria-live="polite">
                 <Verdict last_good=last_good stale=stale />
                 <GeneralErrors errors=errors />
-                <div id="chart" class="chart" inner_html=move || last_good.with(|e| e.as_ref().map(|e| chart::render_svg(e, (720, 380))).unwrap_or_default())></div>
+                <div id="chart" class="chart" role="img" aria-label="Memory per phase against the GPU's capacity"
+                    inner_html=move || last_good.with(|e| e.as_ref().map(|e| {
+                        let svg = chart::render_svg(e, (720, 380));
+                        mark("chart-rendered");
+                        svg
+                    }).unwrap_or_default())></div>
+                <div id="fits" class="chart" role="img" aria-label="Which GPUs fit"
+                    inner_html=move || parsed.with(|c| c.as_ref().ok()
+                        .and_then(|c| calc_core::export::gpu_fits(c).ok())
+                        .map(|f| chart::render_fits_svg(&f, (720, 300)))
+                        .unwrap_or_default())></div>
                                 <Solvers parsed=parsed />
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
+                <Import doc=doc revision=revision status=status />
                 <div id="sweep" class="chart" inner_html=move || parsed.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
                     <button id="copy" on:click=on_copy>"Copy JSON"</button>
+                    <button id="copy-link" on:click=on_copy_link>"Copy link"</button>
+                    <button id="export-ds" on:click=on_ds_config
+                        style:display=move || if is_deepspeed() { "" } else { "none" }>"Export ds_config.json"</button>
                     <button id="reset" class="secondary" on:click=on_reset>"Reset"</button>
                     <span id="status" role="status">{move || status.get()}</span>
                 </div>
@@ -466,13 +544,26 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
                     let pct = |b: u64| format!("{:.1}", 100.0 * b as f64 / e.gpu_memory_bytes.max(1) as f64);
                     let gib = |b: u64| format!("{:.2}", b as f64 / calc_core::units::GIB as f64);
                     let mut rows = Vec::new();
+                    // each row opens its formula, with the numbers substituted, and its source
+                    let explain = |name: &str, label: String| {
+                        match e.details.iter().find(|d| d.name == name) {
+                            Some(d) => view! {
+                                <details class="explain">
+                                    <summary>{label}</summary>
+                                    <p class="formula">{d.formula.clone()}</p>
+                                    <p class="source">"Source: "{d.source.clone()}</p>
+                                </details>
+                            }.into_any(),
+                            None => view! { <span>{label}</span> }.into_any(),
+                        }
+                    };
                     for name in COMPONENTS {
                         let b = e.components[*name];
                         if b > 0 {
                             let color = chart::css_color(name);
                             rows.push(view! {
                                 <tr data-component=*name>
-                                    <td><span class="swatch" style=format!("background:{color}")></span>{name.replace('_', " ")}</td>
+                                    <td><span class="swatch" style=format!("background:{color}")></span>{explain(name, name.replace('_', " "))}</td>
                                     <td class="num">{gib(b)}</td><td class="num">{pct(b)}</td>
                                 </tr>
                             }.into_any());
@@ -482,7 +573,7 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
                     for name in OVERHEADS {
                         let b = e.overheads[*name];
                         if b > 0 {
-                            rows.push(view! { <tr class="overhead"><td>{format!("+ {}", name.replace('_', " "))}</td><td class="num">{gib(b)}</td><td class="num">{pct(b)}</td></tr> }.into_any());
+                            rows.push(view! { <tr class="overhead" data-component=*name><td>{explain(name, format!("+ {}", name.replace('_', " ")))}</td><td class="num">{gib(b)}</td><td class="num">{pct(b)}</td></tr> }.into_any());
                         }
                     }
                     rows.push(view! { <tr class="sum"><td>"Total"</td><td class="num" id="total-gib">{gib(e.total_bytes)}</td><td class="num">{pct(e.total_bytes)}</td></tr> }.into_any());
@@ -654,5 +745,54 @@ fn sweep_total(e: &Estimate) -> u64 {
                 + s.kv_bytes_per_token * s.max_model_len
         }
         None => e.total_bytes,
+    }
+}
+
+/// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace
+/// the current one; a rejected one leaves everything as it was and says why.
+#[component]
+fn Import(doc: RwSignal<Value>, revision: RwSignal<u32>, status: RwSignal<String>) -> impl IntoView {
+    let error = RwSignal::new(String::new());
+    let text = RwSignal::new(String::new());
+    let use_text = move |t: &str, from: &str| match state::accept_text(t) {
+        Ok(v) => {
+            doc.set(v);
+            revision.update(|r| *r += 1);
+            error.set(String::new());
+            status.set(format!("Imported the configuration{from}"));
+        }
+        Err(e) => error.set(format!("Not imported: {e}. Your configuration is unchanged.")),
+    };
+    let on_file = move |ev: leptos::ev::Event| {
+        let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+        let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) else {
+            return;
+        };
+        let name = file.name();
+        wasm_bindgen_futures::spawn_local(async move {
+            match wasm_bindgen_futures::JsFuture::from(file.text())
+                .await
+                .ok()
+                .and_then(|t| t.as_string())
+            {
+                Some(t) => use_text(&t, &format!(" from {name}")),
+                None => error.set(format!("Could not read {name}")),
+            }
+        });
+    };
+    view! {
+        <details id="import" class="group">
+            <summary>"Import a config (JSON)"</summary>
+            <label for="import-file">"From a file"</label>
+            <input id="import-file" type="file" accept=".json,application/json" on:change=on_file />
+            <label for="import-text">"Or paste it"</label>
+            <textarea id="import-text" rows="5" spellcheck="false"
+                aria-invalid=move || if error.with(|e| e.is_empty()) { "false" } else { "true" }
+                aria-describedby="import-error"
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <button id="import-apply" on:click=move |_| use_text(&text.get_untracked(), "")>"Import"</button>
+            <p id="import-error" class="error" role="alert">{move || error.get()}</p>
+        </details>
     }
 }

@@ -1,0 +1,152 @@
+//! The config document outside the page: the shareable link (URL fragment), documents
+//! imported from a file or pasted, and the saved one. Every document from outside passes
+//! [`accept`]: it must be a JSON object that `calc_core` parses (migrating older schema
+//! versions) and validates; anything else is rejected with a message and changes nothing.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use calc_core::{Config, FieldError};
+use serde_json::Value;
+
+/// Fragment prefix of a shared configuration: `#c=<encoding version>.<data>`. Version 1 is
+/// the config document as compact JSON, base64url without padding.
+pub const FRAGMENT_KEY: &str = "#c=";
+/// The link encoding this app writes.
+pub const LINK_VERSION: u32 = 1;
+/// Largest document accepted from a link or an import, bytes of JSON.
+pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// The fragment for `doc` (`#c=1.eyJ...`).
+pub fn encode_fragment(doc: &Value) -> String {
+    let json = serde_json::to_vec(doc).unwrap_or_default();
+    format!(
+        "{FRAGMENT_KEY}{LINK_VERSION}.{}",
+        URL_SAFE_NO_PAD.encode(json)
+    )
+}
+
+/// The document of a link's fragment: `None` when the fragment holds no configuration,
+/// else the accepted document or why it was rejected.
+pub fn decode_fragment(hash: &str) -> Option<Result<Value, String>> {
+    let rest = hash.strip_prefix(FRAGMENT_KEY)?;
+    Some((|| {
+        let (version, data) = rest
+            .split_once('.')
+            .ok_or("the link's configuration is cut off or not from this app")?;
+        if version != LINK_VERSION.to_string() {
+            return Err(format!(
+                "the link uses encoding version {version:?}; this app reads version {LINK_VERSION}"
+            ));
+        }
+        if data.len() > MAX_DOCUMENT_BYTES * 4 / 3 + 4 {
+            return Err("the link's configuration is too large".into());
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(data.trim_end_matches('='))
+            .map_err(|_| "the link is corrupt (not base64url)".to_string())?;
+        let text = String::from_utf8(bytes).map_err(|_| "the link is corrupt (not UTF-8)")?;
+        accept_text(&text)
+    })())
+}
+
+fn describe(errors: &[FieldError]) -> String {
+    let mut parts: Vec<String> = errors.iter().take(3).map(|e| e.to_string()).collect();
+    if errors.len() > 3 {
+        parts.push(format!("and {} more", errors.len() - 3));
+    }
+    parts.join("; ")
+}
+
+/// Accepts JSON text from outside (see [`accept`]).
+pub fn accept_text(text: &str) -> Result<Value, String> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Err(format!(
+            "the configuration is {} bytes; at most {MAX_DOCUMENT_BYTES} are accepted",
+            text.len()
+        ));
+    }
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    accept(v)
+}
+
+/// Accepts a document from outside: a JSON object that parses as a config (the seed
+/// format and older schema versions are migrated to the current one) and validates. Returns
+/// the document to load: the input itself when it is already current, else the migrated
+/// config. Errors: the reason, naming the fields.
+pub fn accept(v: Value) -> Result<Value, String> {
+    if !v.is_object() {
+        return Err("expected a JSON object (a gpu-mem-calc config)".into());
+    }
+    let current = v.get("schema_version").and_then(Value::as_u64)
+        == Some(u64::from(calc_core::SCHEMA_VERSION));
+    let config = Config::from_value(v.clone()).map_err(|e| describe(&e))?;
+    calc_core::estimate(&config).map_err(|e| describe(&e))?;
+    if current {
+        Ok(v)
+    } else {
+        serde_json::to_value(&config).map_err(|e| e.to_string())
+    }
+}
+
+/// The saved document, migrated when it is from an older schema version. A saved document
+/// that no longer parses is kept as it is (it is the user's work, shown with its errors).
+pub fn migrate_saved(v: Value) -> Value {
+    let current = v.get("schema_version").and_then(Value::as_u64)
+        == Some(u64::from(calc_core::SCHEMA_VERSION));
+    if current {
+        return v;
+    }
+    match Config::from_value(v.clone()) {
+        Ok(c) => serde_json::to_value(&c).unwrap_or(v),
+        Err(_) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn link_round_trip() {
+        let doc = json!({"schema_version": 1, "model": {"preset": "llama-3.1-8b"},
+                         "training": {"micro_batch_size": 2}});
+        let frag = encode_fragment(&doc);
+        assert!(frag.starts_with("#c=1."));
+        assert!(!frag[5..].contains(['+', '/', '=']), "{frag}");
+        assert_eq!(decode_fragment(&frag), Some(Ok(doc)));
+        assert_eq!(decode_fragment("#section"), None);
+        assert_eq!(decode_fragment(""), None);
+    }
+
+    #[test]
+    fn hostile_links_are_rejected() {
+        let enc = |s: &str| format!("#c=1.{}", URL_SAFE_NO_PAD.encode(s));
+        let err = |h: &str| decode_fragment(h).unwrap().unwrap_err();
+        assert!(err("#c=1.%%%").contains("corrupt"));
+        assert!(err("#c=9.e30").contains("version"));
+        assert!(err(&enc("{not json")).contains("invalid JSON"));
+        assert!(err(&enc("[1, 2]")).contains("JSON object"));
+        assert!(err(&enc(r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": "many"}}"#)).contains("micro_batch_size"));
+        assert!(err(&enc(r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 1e300}}"#)).contains("micro_batch_size"));
+        assert!(err(&enc(r#"{"model": {"preset": "<script>alert(1)</script>"}}"#)).contains("preset"));
+        assert!(err(&enc(r#"{"model": {"preset": "gpt2"}, "evil": 1}"#)).contains("evil"));
+    }
+
+    #[test]
+    fn seed_documents_are_migrated() {
+        // the seed format (no schema_version) becomes a schema 1 document
+        let seed = json!({"model": {"name": "llama2-7b", "num_parameters": "7B", "num_layers": 32,
+            "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000},
+            "training": {"batch_size": 4, "dtype": "bf16"},
+            "engine": {"type": "deepspeed", "zero_stage": 3},
+            "hardware": {"num_gpus": 8, "gpu_memory_gb": 80}});
+        let v = accept(seed.clone()).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["training"]["micro_batch_size"], 4);
+        assert_eq!(migrate_saved(seed)["schema_version"], 1);
+        // a broken saved document is kept as it is
+        let broken = json!({"schema_version": 1, "training": {"micro_batch_size": -1}});
+        assert_eq!(migrate_saved(broken.clone()), broken);
+    }
+}

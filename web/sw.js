@@ -1,0 +1,58 @@
+// Service worker: after one visit the app loads with the network off.
+// Install: cache index.html and every asset it references (Trunk's hashed .js/.wasm/.css).
+// Navigations: network first (a new deploy is picked up), the cached page when offline.
+// Assets: cache first (their names change with their content), stored as they are fetched.
+// Paths are relative to this file, so the site works under any sub-path (GitHub Pages).
+const CACHE = 'gpu-mem-calc-v1';
+const INDEX = new URL('./', self.location).href;
+
+self.addEventListener('install', (event) => {
+  event.waitUntil((async () => {
+    const cache = await caches.open(CACHE);
+    const resp = await fetch(INDEX, { cache: 'no-cache' });
+    const html = await resp.clone().text();
+    await cache.put(INDEX, resp);
+    const assets = new Set();
+    // quoted or, in Trunk's minified HTML, bare attribute values: ./name-hash.ext
+    for (const m of html.matchAll(/[=\s"'`(]\.?\/?([\w.\-]+\.(?:js|wasm|css))(?=[\s"'`)>]|$)/g)) {
+      assets.add(new URL(m[1], INDEX).href);
+    }
+    await cache.addAll([...assets]);
+    await self.skipWaiting();
+  })());
+});
+
+self.addEventListener('activate', (event) => {
+  event.waitUntil((async () => {
+    for (const key of await caches.keys()) {
+      if (key !== CACHE) await caches.delete(key);
+    }
+    await self.clients.claim();
+  })());
+});
+
+self.addEventListener('fetch', (event) => {
+  const req = event.request;
+  if (req.method !== 'GET' || new URL(req.url).origin !== self.location.origin) return;
+  if (req.mode === 'navigate') {
+    event.respondWith((async () => {
+      const cache = await caches.open(CACHE);
+      try {
+        const resp = await fetch(req);
+        if (resp.ok) await cache.put(INDEX, resp.clone());
+        return resp;
+      } catch (e) {
+        return (await cache.match(INDEX)) || Response.error();
+      }
+    })());
+    return;
+  }
+  event.respondWith((async () => {
+    const cache = await caches.open(CACHE);
+    const hit = await cache.match(req);
+    if (hit) return hit;
+    const resp = await fetch(req);
+    if (resp.ok) await cache.put(req, resp.clone());
+    return resp;
+  })());
+});

@@ -8,7 +8,7 @@ import { mkdtempSync, symlinkSync, readFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launch } from './browser.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIST = path.resolve(HERE, process.env.DIST ?? '../../dist');
@@ -17,15 +17,6 @@ const OUT = path.resolve(HERE, process.env.OUT_DIR ?? '../../target/e2e');
 const PORT = 8100 + Math.floor(Math.random() * 800);
 const ORIGIN = `http://127.0.0.1:${PORT}`;
 let server, browser;
-
-export async function launch() {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-quic', '--disable-features=Translate,OptimizationHints,MediaRouter'],
-  });
-}
 
 before(async () => {
   mkdirSync(OUT, { recursive: true });
@@ -276,6 +267,7 @@ test('how accurate is this: suite error, nearest measured runs, the user\'s own 
   // kept in this browser: the text survives a reload, and so does the applied overhead
   await page.reload();
   await page.locator('#verdict').waitFor();
+  await page.click('#accuracy summary');
   assert.equal(await page.inputValue('#calibration'), 'max_memory_allocated: 20 GiB\nmax_memory_reserved: 22 GiB');
   assert.equal(await page.inputValue('#overheads-allocator_reserve_fraction'), '0.1');
   assert.deepEqual(errors, []);
@@ -287,7 +279,9 @@ test('state: a link reproduces the page; bad links and imports are rejected, not
   const { page, errors } = await openPage(context);
   await page.selectOption('#model-preset', 'qwen2.5-7b');
   await page.fill('#training-micro_batch_size', '3');
-  await page.waitForFunction(() => location.hash.startsWith('#c=1.'));
+  // the link follows the document (100 ms after the last change)
+  await page.waitForFunction(() => location.hash.startsWith('#c=1.') &&
+    JSON.parse(atob(location.hash.slice(5).replace(/-/g, '+').replace(/_/g, '/'))).training?.micro_batch_size === 3);
   const total = await gib(page, '#total-gib');
   const link = await page.evaluate(() => location.href);
 

@@ -72,10 +72,30 @@ fn pair_rows(pairs: Vec<Pair>) -> impl IntoView {
         .collect_view()
 }
 
-/// The panel. `doc` is written only by the "use these overheads" button, which bumps
-/// `revision` so that the form shows the new values.
+/// The panel, collapsed; its content (which estimates every reference record) is built
+/// when it is first opened. `doc` is written only by the "use these overheads" button,
+/// which bumps `revision` so that the form shows the new values.
 #[component]
 pub fn AccuracyPanel(
+    parsed: Memo<Result<Config, Vec<FieldError>>>,
+    last_good: Memo<Option<Estimate>>,
+    doc: RwSignal<Value>,
+    revision: RwSignal<u32>,
+) -> impl IntoView {
+    let opened = RwSignal::new(false);
+    view! {
+        <details id="accuracy" class="group accuracy"
+            on:toggle=move |_| opened.set(true)>
+            <summary>"How accurate is this?"</summary>
+            <Show when=move || opened.get()>
+                <AccuracyBody parsed=parsed last_good=last_good doc=doc revision=revision />
+            </Show>
+        </details>
+    }
+}
+
+#[component]
+fn AccuracyBody(
     parsed: Memo<Result<Config, Vec<FieldError>>>,
     last_good: Memo<Option<Estimate>>,
     doc: RwSignal<Value>,
@@ -139,8 +159,6 @@ pub fn AccuracyPanel(
     };
 
     view! {
-        <details id="accuracy" class="group accuracy">
-            <summary>"How accurate is this?"</summary>
             <p>
                 {format!(
                     "The model is checked in CI against {} measured training and inference runs \
@@ -215,6 +233,5 @@ pub fn AccuracyPanel(
                 }}
                 <button id="apply-calibration" on:click=apply>"Use these overheads"</button>
             </p>
-        </details>
     }
 }

@@ -54,7 +54,9 @@ fn initial_doc() -> (Value, String) {
         Some(Ok(v)) => (v, "Loaded the configuration from the link".into()),
         Some(Err(e)) => (
             saved(),
-            format!("The link's configuration was rejected: {e}. Your saved configuration is unchanged."),
+            format!(
+                "The link's configuration was rejected: {e}. Your saved configuration is unchanged."
+            ),
         ),
         None => (saved(), String::new()),
     }
@@ -95,20 +97,43 @@ pub fn App() -> impl IntoView {
             Err(_) => prev.cloned().flatten(),
         });
     let errors = Memo::new(move |_| result.get().err().unwrap_or_default());
+    // The secondary views (solvers, sweep, which GPUs fit) run dozens of estimates each;
+    // they follow the config one task later, so that a keystroke's frame shows the
+    // validation, the numbers and the main chart first.
+    let settled_config = RwSignal::new(Err::<Config, Vec<FieldError>>(Vec::new()));
+    Effect::new(move |_| {
+        let c = parsed.get();
+        set_timeout(move || settled_config.set(c), std::time::Duration::ZERO);
+    });
+    let settled = Memo::new(move |_| settled_config.get());
     let stale = Memo::new(move |_| result.with(|r| r.is_err()));
 
-    // persistence: the document (valid or not) is the user's work; the link follows it
-    Effect::new(move |_| {
-        let d = doc.get();
+    // persistence: the document (valid or not) is the user's work; the link follows it.
+    // Both are browser calls slow enough (localStorage and history are synchronous IPC,
+    // 5-25 ms measured) to delay a keystroke's frame, so they run 100 ms after the last
+    // change, and at once when the page is hidden or left.
+    let persist = move || {
+        let d = doc.get_untracked();
         let _ = LocalStorage::set(STORAGE_KEY, &d);
         if let Ok(h) = window().history() {
-            let _ = h.replace_state_with_url(
-                &JsValue::NULL,
-                "",
-                Some(&state::encode_fragment(&d)),
-            );
+            let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&state::encode_fragment(&d)));
         }
+    };
+    let generation = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        doc.track();
+        let g = generation.get_value() + 1;
+        generation.set_value(g);
+        set_timeout(
+            move || {
+                if generation.get_value() == g {
+                    persist();
+                }
+            },
+            std::time::Duration::from_millis(100),
+        );
     });
+    let _ = window_event_listener(leptos::ev::pagehide, move |_| persist());
 
     let replace_doc = move |v: Value| {
         doc.set(v);
@@ -162,7 +187,12 @@ pub fn App() -> impl IntoView {
         });
     };
     let is_deepspeed = move || {
-        doc.with(|d| matches!(doc::engine_type(d).as_str(), "deepspeed" | "megatron_deepspeed"))
+        doc.with(|d| {
+            matches!(
+                doc::engine_type(d).as_str(),
+                "deepspeed" | "megatron_deepspeed"
+            )
+        })
     };
     let on_reset = move |_| {
         replace_doc(default_doc());
@@ -210,15 +240,15 @@ pub fn App() -> impl IntoView {
                         svg
                     }).unwrap_or_default())></div>
                 <div id="fits" class="chart" role="img" aria-label="Which GPUs fit"
-                    inner_html=move || parsed.with(|c| c.as_ref().ok()
+                    inner_html=move || settled.with(|c| c.as_ref().ok()
                         .and_then(|c| calc_core::export::gpu_fits(c).ok())
                         .map(|f| chart::render_fits_svg(&f, (720, 300)))
                         .unwrap_or_default())></div>
-                                <Solvers parsed=parsed />
+                                <Solvers parsed=settled />
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
                 <Import doc=doc revision=revision status=status />
-                <div id="sweep" class="chart" inner_html=move || parsed.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
+                <div id="sweep" class="chart" inner_html=move || settled.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
                     <button id="copy" on:click=on_copy>"Copy JSON"</button>
@@ -751,7 +781,11 @@ fn sweep_total(e: &Estimate) -> u64 {
 /// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace
 /// the current one; a rejected one leaves everything as it was and says why.
 #[component]
-fn Import(doc: RwSignal<Value>, revision: RwSignal<u32>, status: RwSignal<String>) -> impl IntoView {
+fn Import(
+    doc: RwSignal<Value>,
+    revision: RwSignal<u32>,
+    status: RwSignal<String>,
+) -> impl IntoView {
     let error = RwSignal::new(String::new());
     let text = RwSignal::new(String::new());
     let use_text = move |t: &str, from: &str| match state::accept_text(t) {
@@ -761,7 +795,9 @@ fn Import(doc: RwSignal<Value>, revision: RwSignal<u32>, status: RwSignal<String
             error.set(String::new());
             status.set(format!("Imported the configuration{from}"));
         }
-        Err(e) => error.set(format!("Not imported: {e}. Your configuration is unchanged.")),
+        Err(e) => error.set(format!(
+            "Not imported: {e}. Your configuration is unchanged."
+        )),
     };
     let on_file = move |ev: leptos::ev::Event| {
         let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());

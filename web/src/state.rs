@@ -127,9 +127,24 @@ mod tests {
         assert!(err("#c=9.e30").contains("version"));
         assert!(err(&enc("{not json")).contains("invalid JSON"));
         assert!(err(&enc("[1, 2]")).contains("JSON object"));
-        assert!(err(&enc(r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": "many"}}"#)).contains("micro_batch_size"));
-        assert!(err(&enc(r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 1e300}}"#)).contains("micro_batch_size"));
-        assert!(err(&enc(r#"{"model": {"preset": "<script>alert(1)</script>"}}"#)).contains("preset"));
+        assert!(
+            err(&enc(
+                r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": "many"}}"#
+            ))
+            .contains("micro_batch_size")
+        );
+        assert!(
+            err(&enc(
+                r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 1e300}}"#
+            ))
+            .contains("micro_batch_size")
+        );
+        assert!(
+            err(&enc(
+                r#"{"model": {"preset": "<script>alert(1)</script>"}}"#
+            ))
+            .contains("preset")
+        );
         assert!(err(&enc(r#"{"model": {"preset": "gpt2"}, "evil": 1}"#)).contains("evil"));
     }
 

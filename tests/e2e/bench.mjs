@@ -1,0 +1,63 @@
+// Web app benchmark: sizes of dist/ (raw and gzip), time to first render and from a keystroke
+// to the updated chart, in headless Chromium, median of RUNS runs. Usage (after `trunk build
+// --release`): node bench.mjs [RUNS]. Prints a Markdown table for BENCHMARKS.md.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launch } from './browser.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const DIST = path.resolve(HERE, '../../dist');
+const RUNS = Number(process.argv[2] ?? 7);
+const PORT = 9100 + Math.floor(Math.random() * 500);
+const ORIGIN = `http://127.0.0.1:${PORT}`;
+const median = xs => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+const files = readdirSync(DIST).filter(f => statSync(path.join(DIST, f)).isFile());
+let raw = 0, gz = 0;
+const rows = [];
+for (const f of files.sort()) {
+  const b = readFileSync(path.join(DIST, f));
+  const g = gzipSync(b, { level: 9 }).length;
+  raw += b.length; gz += g;
+  rows.push(`| ${f.replace(/-[0-9a-f]{8,}/, '-<hash>')} | ${(b.length / 1024).toFixed(1)} | ${(g / 1024).toFixed(1)} |`);
+}
+
+const server = spawn('python3', ['-m', 'http.server', String(PORT), '--bind', '127.0.0.1', '--directory', DIST], { stdio: 'ignore' });
+for (let i = 0; i < 100; i++) { try { await fetch(ORIGIN); break; } catch { await new Promise(r => setTimeout(r, 100)); } }
+const browser = await launch();
+const first = [], toMark = [], toFrame = [];
+for (let i = 0; i < RUNS; i++) {
+  const context = await browser.newContext({ serviceWorkers: 'block' });
+  const page = await context.newPage();
+  await page.goto(ORIGIN);
+  await page.locator('#verdict').waitFor();
+  first.push(await page.evaluate(() => performance.getEntriesByName('first-render')[0].startTime));
+  for (let k = 0; k < 5; k++) {
+    const t = await page.evaluate(async v => {
+      const input = document.querySelector('#training-micro_batch_size');
+      // the chart's new SVG in the DOM (a MutationObserver callback runs right after the change)
+      let inDom = NaN;
+      const obs = new MutationObserver(() => { if (isNaN(inDom)) inDom = performance.now(); });
+      obs.observe(document.querySelector('#chart'), { childList: true, subtree: true });
+      const t0 = performance.now();
+      input.value = String(v);
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      const frame = await new Promise(r => requestAnimationFrame(() => r(performance.now())));
+      obs.disconnect();
+      return [inDom - t0, frame - t0];
+    }, 2 + (k % 3));
+    toMark.push(t[0]); toFrame.push(t[1]);
+  }
+  await context.close();
+}
+await browser.close();
+server.kill();
+
+console.log(`| file | raw KiB | gzip KiB |\n|---|---|---|\n${rows.join('\n')}\n| **total** | **${(raw / 1024).toFixed(1)}** | **${(gz / 1024).toFixed(1)}** |\n`);
+console.log(`| measure (median of ${RUNS} page loads, 5 keystrokes each) | ms |\n|---|---|`);
+console.log(`| first render (navigation start to the app mounted, first estimate and chart drawn) | ${median(first).toFixed(1)} |`);
+console.log(`| keystroke to chart (input event to the new chart SVG in the DOM) | ${median(toMark).toFixed(1)} |`);
+console.log(`| keystroke to next frame (input event to the following requestAnimationFrame, includes waiting for vsync) | ${median(toFrame).toFixed(1)} |`);

@@ -9,6 +9,30 @@ pub fn get<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(doc, |cur, seg| cur.get(seg))
 }
 
+/// The schema's default at a dotted path (what calc-core assumes when the key is left out),
+/// for showing checkboxes whose default is on. From `calc_core`'s own defaults: a config of
+/// every optional section parsed and serialized.
+pub fn default_at(path: &str) -> Option<Value> {
+    use std::sync::OnceLock;
+    static DEFAULTS: OnceLock<Value> = OnceLock::new();
+    let all = DEFAULTS.get_or_init(|| {
+        let mut v =
+            serde_json::json!({"model": {"preset": "gpt2"}, "training": {"lora": {"rank": 8}}});
+        if let Ok(c) = calc_core::Config::from_value(v.clone()) {
+            v = serde_json::to_value(&c).unwrap_or(v);
+        }
+        let inf =
+            serde_json::json!({"mode": "inference", "model": {"preset": "gpt2"}, "inference": {}});
+        if let Ok(c) = calc_core::Config::from_value(inf) {
+            if let Ok(iv) = serde_json::to_value(&c) {
+                v["inference"] = iv["inference"].clone();
+            }
+        }
+        v
+    });
+    get(all, path).cloned()
+}
+
 /// Sets (or with `None` removes) the value at a dotted path, creating objects on the way.
 pub fn set(doc: &mut Value, path: &str, value: Option<Value>) {
     let segs: Vec<&str> = path.split('.').collect();
@@ -273,7 +297,11 @@ pub const SECTIONS: &[Section] = &[
         f("inference.prompt_len", "Prompt length", "tokens", Number, true, ALL, "Tokens prefilled at once. Empty: the whole context."),
         f("inference.weight_format", "Weights", "", Select(WEIGHT_FORMATS), true, ALL, "Storage of the linear layers; embeddings, head and norms stay 16-bit."),
         f("inference.group_size", "Quantization group", "inputs", Number, true, ALL, "GPTQ/AWQ group_size (default 128)."),
+        f("inference.zero_point", "Zero points", "", Check, true, ALL, "GPTQ/AWQ asymmetric quantization (sym=False): a 4-bit zero per group (default on)."),
+        f("inference.double_quant", "Double quantization", "", Check, true, ALL, "bitsandbytes bnb_4bit_use_double_quant for NF4 (default on)."),
         f("inference.kv_cache_dtype", "KV cache", "", Select(KV_DTYPES), true, ALL, "vLLM kv_cache_dtype."),
+        f("inference.logits_to_keep", "Logits kept", "positions", Number, true, ALL, "transformers logits_to_keep: positions whose logits the prefill computes (default 1)."),
+        f("inference.max_model_len", "Max model length", "tokens", Number, true, ALL, "vLLM max_model_len. Empty: the context length."),
         f("inference.attention", "Attention", "", Select(ATTENTION), true, ALL, "Eager attention materializes the scores during the prefill."),
         f("inference.prefill_chunk", "Prefill chunk", "tokens", Number, true, ALL, "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),
         f("inference.gpu_memory_utilization", "GPU memory utilization", "fraction", Number, true, ALL, "vLLM gpu_memory_utilization (default 0.9)."),
@@ -371,5 +399,23 @@ mod tests {
         assert_eq!(value_of("abc", false), Some(json!("abc")));
         assert_eq!(value_of("", true), None);
         assert_eq!(value_of(" ", false), Some(json!("")));
+    }
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+
+    #[test]
+    fn defaults_come_from_the_schema() {
+        assert_eq!(default_at("inference.zero_point"), Some(Value::Bool(true)));
+        assert_eq!(
+            default_at("inference.double_quant"),
+            Some(Value::Bool(true))
+        );
+        assert_eq!(
+            default_at("training.lora.adapters_fp32"),
+            Some(Value::Bool(true))
+        );
     }
 }

@@ -338,7 +338,11 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
             .into_any()
         }
         Kind::Check => {
-            let checked = initial.as_ref().and_then(|v| v.as_bool()).unwrap_or(false);
+            let checked = initial
+                .clone()
+                .or_else(|| doc::default_at(path))
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
             view! {
                 <input id=id.clone() type="checkbox" prop:checked=checked aria-describedby=described.clone()
                     on:change=move |ev| {

@@ -23,10 +23,11 @@ pub fn default_at(path: &str) -> Option<Value> {
         }
         let inf =
             serde_json::json!({"mode": "inference", "model": {"preset": "gpt2"}, "inference": {}});
-        if let Ok(c) = calc_core::Config::from_value(inf) {
-            if let Ok(iv) = serde_json::to_value(&c) {
-                v["inference"] = iv["inference"].clone();
-            }
+        if let Some(iv) = calc_core::Config::from_value(inf)
+            .ok()
+            .and_then(|c| serde_json::to_value(&c).ok())
+        {
+            v["inference"] = iv["inference"].clone();
         }
         v
     });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: formatting and lints, the Rust tests (core, CLI, web), a release build
-# of the site with Trunk, and the browser tests in headless Chromium against dist/.
+# Runs every test: formatting and lints, the Rust tests (core, CLI, web, wasm API), a
+# release build of the site with Trunk, the npm package with its Node tests, and the
+# browser tests in headless Chromium against dist/ and examples/embed.html.
 # Installs what the tests need when missing (Chromium from Debian, Trunk, wasm-bindgen-cli,
 # npm packages).
 set -euo pipefail
@@ -19,7 +20,11 @@ cargo test --workspace --locked
 step "trunk build --release"
 rm -rf dist
 trunk build --release
-step "browser tests (headless Chromium)"
+step "npm package of the JavaScript API (scripts/build-pkg.sh)"
+"$ROOT/scripts/build-pkg.sh"
+step "package tests (Node)"
+node --test tests/pkg/
+step "browser tests (headless Chromium): the app and the embedding example"
 (cd tests/e2e && node --test)
 step "browser tests under a sub-path (GitHub Pages project site)"
 (cd tests/e2e && BASE_PATH=/gpu-mem-calc/ node --test --test-name-pattern="loads|offline|state")

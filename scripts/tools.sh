@@ -27,8 +27,9 @@ ensure_build_tools() {
     step "cargo install wasm-bindgen-cli $WB_VERSION"
     cargo install wasm-bindgen-cli --version "$WB_VERSION"
   fi
-  if [ ! -x "$ROOT/tests/e2e/node_modules/.bin/wasm-opt" ] || [ ! -d "$ROOT/tests/e2e/node_modules/playwright-core" ]; then
-    # npm binaryen 132 provides wasm-opt (Debian's binaryen 108 produces a broken wasm)
+  if [ ! -x "$ROOT/tests/e2e/node_modules/.bin/wasm-opt" ] || [ ! -d "$ROOT/tests/e2e/node_modules/playwright-core" ] || [ ! -x "$ROOT/tests/e2e/node_modules/.bin/json2ts" ]; then
+    # npm binaryen 132 provides wasm-opt (Debian binaryen 108 produces a broken wasm);
+    # json-schema-to-typescript and typescript build and check the package types
     step "npm ci (tests/e2e: binaryen, playwright-core)"
     (cd "$ROOT/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error)
   fi

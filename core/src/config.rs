@@ -41,6 +41,7 @@ fn is_false(b: &bool) -> bool {
 
 /// A whole config document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Always 1 for this schema. Older documents are migrated on load.
@@ -97,6 +98,7 @@ impl Default for Config {
 ///   the architecture (a warning if more than 10 % off) or, with no architecture given,
 ///   used to size a Llama-style model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct ModelSpec(pub Map<String, Value>);
 
@@ -117,6 +119,7 @@ impl ModelSpec {
 
 /// What is being estimated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// A training step (full training, or LoRA/QLoRA fine-tuning with `training.lora`).
@@ -143,6 +146,7 @@ impl Config {
 /// blocks; embeddings, the LM head, norms, biases and MoE routers stay in 16 bits, as
 /// GPTQ, AWQ, bitsandbytes and compressed-tensors checkpoints keep them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WeightFormat {
     Fp32,
@@ -166,6 +170,7 @@ pub enum WeightFormat {
 
 /// KV-cache element type.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum KvCacheDtype {
     /// The activation dtype (bf16/fp16: 2 bytes).
@@ -180,6 +185,7 @@ pub enum KvCacheDtype {
 
 /// The runtime generating tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InferenceEngine {
     /// transformers `generate`: the prompt prefilled at once, a dense KV cache.
@@ -211,6 +217,7 @@ fn yes() -> bool {
 
 /// The `inference` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Inference {
     /// Sequences generated together. Default 1.
@@ -300,6 +307,7 @@ impl Default for Inference {
 
 /// Which linear modules get LoRA adapters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum TargetModules {
     /// `"all-linear"`: every linear layer of the decoder blocks (PEFT), not the LM head.
@@ -322,6 +330,7 @@ fn default_targets() -> TargetModules {
 /// LoRA / QLoRA fine-tuning (PEFT `LoraConfig`): adapters `B (out x r) A (r x in)` on the
 /// targeted modules; the base model is frozen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Lora {
     /// `r` (default 8).
@@ -361,6 +370,7 @@ impl Default for Lora {
 
 /// Numeric precision regime of training (see [`crate::precision`] for bytes per parameter).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Precision {
     /// Everything in fp32.
@@ -381,6 +391,7 @@ pub enum Precision {
 
 /// Activation recomputation (gradient checkpointing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Recompute {
     /// Keep all activations.
@@ -396,6 +407,7 @@ pub enum Recompute {
 
 /// Attention implementation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Attention {
     /// Materializes the `b x a x s x s` scores and probabilities (HF `attn_implementation="eager"`).
@@ -409,6 +421,7 @@ pub enum Attention {
 
 /// How the cross-entropy loss over the vocabulary is computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LossImpl {
     /// Full logits, upcast to fp32 in the loss (transformers `ForCausalLMLoss`).
@@ -423,6 +436,7 @@ pub enum LossImpl {
 /// Which implementation of a PyTorch optimizer runs the step (`torch.optim` `foreach=` /
 /// `fused=`). DeepSpeed and Megatron use their own fused Adam/LAMB kernels regardless.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OptimizerImpl {
     /// Multi-tensor `_foreach_*` ops over all parameters at once: PyTorch's default on CUDA.
@@ -438,6 +452,7 @@ pub enum OptimizerImpl {
 
 /// The `training` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Training {
     /// Sequences per GPU per forward/backward pass (micro-batch). Default 1.
@@ -522,6 +537,7 @@ fn de_recompute<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Recompute, D::
 /// The `parallelism` section. Sizes multiply to the GPU count:
 /// `data x tensor x pipeline x context = num_gpus`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Parallelism {
     /// Data-parallel size (the ZeRO / FSDP sharding group). Default: `num_gpus / (tensor x
@@ -590,6 +606,7 @@ impl Default for Parallelism {
 
 /// Where DeepSpeed offloads optimizer states or parameters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Offload {
     #[default]
@@ -600,6 +617,7 @@ pub enum Offload {
 
 /// FSDP sharding strategy (`torch.distributed.fsdp.ShardingStrategy`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ShardingStrategy {
     /// Parameters, gradients and optimizer states sharded (ZeRO-3 like).
@@ -635,6 +653,7 @@ fn bucket_mb() -> f64 {
 
 /// DeepSpeed ZeRO options (names as in `ds_config.json` `zero_optimization`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ZeroOptions {
     /// 0-3. Default 0.
@@ -685,6 +704,7 @@ impl Default for ZeroOptions {
 
 /// PyTorch DDP options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DdpOptions {
     /// Gradient bucket size in MiB (`bucket_cap_mb`, default 25).
@@ -707,6 +727,7 @@ impl Default for DdpOptions {
 
 /// PyTorch FSDP options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FsdpOptions {
     #[serde(default)]
@@ -725,6 +746,7 @@ pub struct FsdpOptions {
 
 /// Megatron-LM options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MegatronOptions {
     /// Shard fp32 master weights and optimizer states over DP (`--use-distributed-optimizer`).
@@ -734,6 +756,7 @@ pub struct MegatronOptions {
 
 /// Megatron-DeepSpeed options: Megatron model parallelism with DeepSpeed ZeRO over DP.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MegatronDeepspeedOptions {
     /// 0-3 (with pipeline parallelism at most 1). Default 1.
@@ -747,6 +770,7 @@ pub struct MegatronDeepspeedOptions {
 
 /// The `engine` section, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Engine {
     /// PyTorch DistributedDataParallel (also: a single GPU).
@@ -786,6 +810,7 @@ fn gpus_per_node() -> u64 {
 
 /// The `hardware` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Hardware {
     /// GPUs in the job. Default: the product of the parallel sizes, else 1.
@@ -839,6 +864,7 @@ fn reserve_default() -> f64 {
 /// The `overheads` section: memory outside the tensors, reported apart from
 /// `peak_allocated_bytes` and included in `total_bytes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Overheads {
     /// CUDA context per GPU in MiB. Default: the GPU preset's measured value.

@@ -15,6 +15,7 @@ use std::fmt;
 /// Every error path of `calc-core` that comes from user input ends in one or more
 /// `FieldError`s; nothing panics on input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FieldError {
     pub field: String,
     pub value: String,

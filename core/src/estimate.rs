@@ -58,6 +58,7 @@ pub const OVERHEADS: &[&str] = &[
 
 /// Memory at one phase of a training step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PhaseEstimate {
     /// `forward`, `backward` or `optimizer_step`.
     pub phase: String,
@@ -69,6 +70,7 @@ pub struct PhaseEstimate {
 
 /// How one component was computed: the formula with the numbers substituted, and its source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ComponentDetail {
     pub name: String,
     pub bytes: u64,
@@ -78,6 +80,7 @@ pub struct ComponentDetail {
 
 /// One evaluated pipeline stage (a GPU of it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageEstimate {
     /// Pipeline stage index (0 = first).
     pub stage: u64,
@@ -92,6 +95,7 @@ pub struct StageEstimate {
 
 /// The result of [`estimate`]. All sizes in bytes, for the most loaded GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Estimate {
     /// The resolved model architecture.
     pub model: ModelArch,
@@ -148,6 +152,7 @@ pub struct Estimate {
 /// vLLM-style serving capacity for one GPU (vllm/v1/worker/gpu_worker.py
 /// `determine_available_memory`, vllm/v1/core/kv_cache_utils.py).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServingEstimate {
     pub gpu_memory_utilization: f64,
     /// GPU memory x utilization: what vLLM may use.

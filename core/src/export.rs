@@ -129,6 +129,7 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
 
 /// One GPU preset in the "which GPUs fit" comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuFit {
     /// The preset id (`h100-80gb`).
     pub gpu: String,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Normalization layer type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NormKind {
     /// RMSNorm: one weight vector (Zhang & Sennrich 2019; Llama, Qwen, Mistral, Gemma).
@@ -20,6 +21,7 @@ pub enum NormKind {
 
 /// Feed-forward block type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MlpKind {
     /// Gated (SwiGLU / GeGLU, Shazeer 2020): gate, up and down projections.
@@ -30,6 +32,7 @@ pub enum MlpKind {
 
 /// Multi-head latent attention (DeepSeek-V2 paper, Sec. 2.1), HF key names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Mla {
     /// Rank of the query down-projection; `None` = queries projected directly (V2-Lite).
     pub q_lora_rank: Option<u64>,
@@ -45,6 +48,7 @@ pub struct Mla {
 
 /// Mixture-of-experts feed-forward layers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Moe {
     /// Routed experts per MoE layer (`num_local_experts`, `num_experts`, `n_routed_experts`).
     pub num_experts: u64,
@@ -72,6 +76,7 @@ pub struct Moe {
 
 /// A vision tower of a multimodal model, counted and reported apart from the language model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VisionTower {
     /// `vision_config.model_type` (`clip_vision_model`, `siglip_vision_model`, `qwen2_5_vl`).
     pub model_type: String,
@@ -85,6 +90,7 @@ pub struct VisionTower {
 
 /// A model architecture, normalized from any source. All sizes are element counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelArch {
     /// Display name (preset name or `_name_or_path`).
     pub name: String,
@@ -153,6 +159,7 @@ pub struct ModelArch {
 
 /// Which part of the model a parameter group belongs to (for the count breakdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Part {
     Embeddings,
@@ -168,6 +175,7 @@ pub enum Part {
 /// How Megatron-style tensor parallelism splits a parameter group
 /// (Shoeybi et al. 2019, Sec. 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TpSplit {
     /// Column-parallel linear: weight and bias split along the output dimension.
@@ -182,6 +190,7 @@ pub enum TpSplit {
 
 /// Shape of one parameter group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum Shape {
     /// `nn.Linear(in_features, out_features, bias)`.
@@ -224,6 +233,7 @@ impl Shape {
 
 /// One group of identical parameter tensors of one decoder layer (or of the model).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParamGroup {
     /// Module name as in transformers (`q_proj`, `experts.down_proj`, `embed_tokens`).
     pub name: String,
@@ -308,6 +318,7 @@ pub enum FfnKind {
 /// The parameter inventory of a model: model-level groups and the groups of each distinct
 /// decoder-layer kind with how many layers have that kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Inventory {
     /// Embedding table(s), final norm, LM head.
     pub model: Vec<ParamGroup>,
@@ -322,6 +333,7 @@ pub struct Inventory {
 /// Exact parameter counts, per component. `total` counts tied embeddings once and
 /// includes a vision tower if present.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParamCounts {
     pub total: u64,
     /// Language model only (total minus vision tower and projector).

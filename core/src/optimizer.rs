@@ -42,6 +42,21 @@ impl<'de> Deserialize<'de> for Optimizer {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Optimizer {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Optimizer".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = OPTIMIZERS.iter().map(|r| r.name).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": names,
+            "description": "Optimizer name (states per parameter in core/src/optimizer.rs)."
+        })
+    }
+}
+
 /// How an optimizer's state is laid out.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StateLayout {

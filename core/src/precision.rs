@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which framework's conventions apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Framework {
     /// PyTorch training loops on Hugging Face models (HF Trainer, Accelerate, torchtune): DDP, FSDP.
@@ -34,6 +35,7 @@ pub enum Framework {
 
 /// Bytes per parameter (per element) of each model-state buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StateBytes {
     /// Stored weights (the copy used for compute, or the only copy).
     pub weight: u64,

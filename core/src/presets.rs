@@ -9,6 +9,7 @@ include!(concat!(env!("OUT_DIR"), "/presets_gen.rs"));
 
 /// A model preset: a Hugging Face `config.json` plus provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelPreset {
     /// The preset id used in `model.preset` (`llama-2-7b`).
     pub id: String,
@@ -26,6 +27,7 @@ pub struct ModelPreset {
 
 /// A GPU preset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuPreset {
     /// The preset id used in `hardware.gpu` (`h100-80gb`).
     pub id: String,
@@ -44,11 +46,13 @@ pub struct GpuPreset {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct ModelIndex {
     models: Vec<ModelPreset>,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct GpuIndex {
     gpus: Vec<GpuPreset>,
 }

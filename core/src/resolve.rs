@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 /// The GPU the estimate is for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuSpec {
     /// Preset id, or `custom`.
     pub id: String,
@@ -29,6 +30,7 @@ pub struct GpuSpec {
 
 /// The parallel layout after defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Layout {
     pub num_gpus: u64,
     pub data_parallel_size: u64,
@@ -46,6 +48,7 @@ pub struct Layout {
 
 /// How the decoder layers are split over the pipeline stages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageLayers {
     pub first: u64,
     /// Each stage between the first and the last.

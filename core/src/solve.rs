@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// What to solve for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Target {
     /// Training: the largest `training.micro_batch_size` that fits.
@@ -28,6 +29,7 @@ pub enum Target {
 
 /// The answer to a [`Target`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Solution {
     pub target: Target,
     /// The best value that fits; `None` when even the smallest does not.

@@ -296,6 +296,19 @@ impl<'de> de::Visitor<'de> for CountVisitor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GbInput(pub u64);
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for GbInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GbInput".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{"type": "number"}, {"type": "string"}],
+            "description": "Memory size: a number of GB (10^9 bytes) or a string with a unit (\"80GB\", \"80GiB\")."
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for GbInput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;

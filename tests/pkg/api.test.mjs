@@ -1,0 +1,114 @@
+// The npm package (pkg/, built by scripts/build-pkg.sh) in Node: the API's results against
+// the Rust tests' hand-derived bytes and transformers' parameter counts, errors as data,
+// and byte-identical estimates to the Rust core (the CLI) for every preset.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync, mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const require = createRequire(import.meta.url);
+const api = require(path.join(ROOT, 'pkg/node/gpu_mem_calc.js'));
+const pkgJson = JSON.parse(readFileSync(path.join(ROOT, 'pkg/package.json'), 'utf8'));
+
+test('estimate: the bytes core/tests/engines.rs derives by hand', () => {
+  // Megatron, Llama-2-7B (6 738 415 616 parameters), AMP bf16: bf16 weights 2 + fp32
+  // main_grad 4 + fp32 master 4 + Adam moments 8 = 18 B/param (engines.rs megatron_regimes)
+  const e = api.estimate({
+    model: { preset: 'llama-2-7b' },
+    training: { seq_len: 1024, precision: 'amp_bf16', activation_checkpointing: 'full' },
+    engine: { type: 'megatron' },
+    hardware: { gpu: 'h200-141gb' },
+  });
+  const step = e.phases.find(p => p.phase === 'optimizer_step').components;
+  assert.equal(step.weights + step.gradients + step.master_weights + step.optimizer_states, 18 * 6_738_415_616);
+  assert.equal(typeof e.peak_allocated_bytes, 'number');
+  assert.ok(!(e.components instanceof Map), 'plain objects, not Maps');
+  // JSON text works too
+  assert.deepEqual(api.estimate(JSON.stringify({ model: { preset: 'gpt2' } })).params, api.estimate({ model: { preset: 'gpt2' } }).params);
+});
+
+test('invalid input throws an Error carrying the field errors', () => {
+  assert.throws(() => api.estimate({ model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 0 } }), err => {
+    assert.ok(err instanceof Error);
+    assert.equal(err.fieldErrors[0].field, 'training.micro_batch_size');
+    assert.equal(err.fieldErrors[0].value, '0');
+    assert.match(err.message, /training\.micro_batch_size/);
+    return true;
+  });
+  assert.throws(() => api.estimate({ model: { preset: 'llama-3.1-8b' }, trainning: {} }), err => err.fieldErrors[0].message.includes('trainning'));
+  assert.throws(() => api.estimate('{not json'), err => err.fieldErrors[0].message.startsWith('invalid JSON'));
+  assert.deepEqual(api.validate({ model: { preset: 'gpt2' } }), []);
+  const errs = api.validate({ model: { preset: 'gpt2' }, hardware: { num_gpus: 8 }, parallelism: { data_parallel_size: 3 } });
+  assert.equal(errs[0].field, 'parallelism.data_parallel_size');
+  assert.throws(() => api.solve({ model: { preset: 'gpt2' } }, 'max_everything'), err => err.fieldErrors[0].field === 'target');
+});
+
+test('parseHfConfig and paramCount: exactly transformers\' counts for every reference config', () => {
+  const ref = JSON.parse(readFileSync(path.join(ROOT, 'tests/reference/hf_param_counts.json'), 'utf8'));
+  const presets = api.presets();
+  let n = 0;
+  for (const r of ref.counts) {
+    const preset = presets.models.find(p => p.file === r.file);
+    const file = preset ? path.join(ROOT, 'presets/models/hf', r.file) : path.join(ROOT, 'tests/reference/hf_configs', r.file);
+    const text = readFileSync(file, 'utf8');
+    const arch = api.parseHfConfig(text);
+    assert.equal(arch.model_type.length > 0, true);
+    const counts = api.paramCount({ hf_config: JSON.parse(text) });
+    assert.equal(counts.total, r.total, r.file);
+    n++;
+  }
+  assert.ok(n >= 56);
+  assert.throws(() => api.parseHfConfig({ model_type: 'bert' }), err => /supported/.test(err.message));
+});
+
+test('presets, solvers, versions', () => {
+  const p = api.presets();
+  assert.ok(p.models.length >= 31 && p.gpus.length >= 8 && p.examples.length >= 3);
+  assert.ok(p.gpus.some(g => g.id === 'h100-80gb' && g.memory_bytes > 79e9));
+  const cfg = { model: { preset: 'llama-3.1-8b' }, training: { seq_len: 4096, activation_checkpointing: 'full' },
+    engine: { type: 'deepspeed', zero_stage: 3 }, hardware: { num_gpus: 8, gpu: 'h100-80gb' } };
+  const s = api.maxMicroBatch(cfg);
+  assert.equal(s.target, 'max_micro_batch');
+  assert.deepEqual(api.solve(cfg, 'max_micro_batch'), s);
+  // exact to one step: the answer fits, one more does not
+  assert.ok(api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value } }).fits);
+  assert.ok(!api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value + 1 } }).fits);
+  assert.equal(api.gpuFits(cfg).length, p.gpus.length);
+  assert.equal(api.schemaVersion(), 1);
+  assert.equal(pkgJson.gpuMemCalc.schemaVersion, api.schemaVersion());
+  assert.equal(api.version(), pkgJson.version);
+});
+
+test('byte-identical to the Rust core for every preset (training and inference)', () => {
+  const cli = path.join(ROOT, 'target/debug/gpu-mem-calc');
+  assert.ok(existsSync(cli), 'build the CLI first (cargo build -p gpu-mem-calc)');
+  const dir = mkdtempSync(path.join(tmpdir(), 'pkg-'));
+  let n = 0;
+  for (const m of api.presets().models) {
+    for (const cfg of [
+      { model: { preset: m.id }, training: { seq_len: 2048, activation_checkpointing: 'full' },
+        engine: { type: 'deepspeed', zero_stage: 3 }, hardware: { num_gpus: 8 } },
+      { mode: 'inference', model: { preset: m.id }, inference: { batch_size: 4, context_len: 4096 } },
+    ]) {
+      const file = path.join(dir, 'c.json');
+      writeFileSync(file, JSON.stringify(cfg));
+      let rust;
+      try {
+        rust = execFileSync(cli, ['calculate', '--config', file, '--json'], { encoding: 'utf8' });
+      } catch (e) {
+        // the same config must be rejected by both, with the same errors
+        assert.throws(() => api.estimate(cfg));
+        continue;
+      }
+      assert.equal(JSON.stringify(api.estimate(cfg)), JSON.stringify(JSON.parse(rust)), `${m.id} ${cfg.mode ?? 'training'}`);
+      n++;
+    }
+  }
+  assert.ok(n >= 50, `${n} presets compared`);
+});

@@ -3,14 +3,18 @@
 //! For each candidate pipeline stage (first and last) the model computes three phases of a
 //! steady-state training step and keeps the stage and phase with the highest allocation:
 //!
-//! * **forward**: at the end of the forward pass, loss computed: model states, every saved
-//!   activation of every in-flight micro-batch, the loss's log-softmax;
-//! * **backward**: the larger of its start (all activations plus the loss gradients) and
-//!   its end (all gradients), plus one layer's backward temporaries (and its recomputed
-//!   activations under full recomputation);
+//! * **forward**: the larger of the end of the forward pass (model states, every saved
+//!   activation of every in-flight micro-batch, the loss's log-softmax) and a layer's own
+//!   working set while it runs (`activations::forward_transient`);
+//! * **backward**: the largest of its start (all activations plus the loss gradients), the
+//!   last layer's backward (its temporaries and the output layer's weight gradient) and its
+//!   end (all gradients, the first layer's saved tensors and temporaries; under full
+//!   recomputation its recomputed activations);
 //! * **optimizer step**: model states, gradients and the optimizer's temporaries. The first
 //!   step, where the optimizer allocates its states while the gradients exist, is this
-//!   same phase.
+//!   same phase; its forward and backward run without optimizer states, so the first step
+//!   never peaks above the steady state (so measured in all 60 training probe records,
+//!   `first_step` in `tests/reference/probe_records.jsonl`).
 //!
 //! Fixed overheads (CUDA context, cuBLAS workspace, NCCL buffers, allocator reserve) are
 //! reported apart: `peak_allocated_bytes` excludes them, `total_bytes` includes them.

@@ -291,8 +291,8 @@ fn draw_fits<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
         .margin_left(8)
-        .x_label_area_size(30)
-        .y_label_area_size(200)
+        .x_label_area_size(36)
+        .y_label_area_size(250)
         .build_cartesian_2d(0f64..xmax, 0f64..n)
         .map_err(|e| e.to_string())?;
     chart
@@ -303,8 +303,8 @@ fn draw_fits<DB: DrawingBackend>(
         .x_label_formatter(&|v| format!("{v:.0}"))
         .light_line_style(TRANSPARENT)
         .bold_line_style(RGBAColor(128, 128, 128, 0.3))
-        .label_style(("sans-serif", 12).into_font().color(&BLACK))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&BLACK))
+        .label_style(("sans-serif", 15).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", 15).into_font().color(&BLACK))
         .draw()
         .map_err(|e| e.to_string())?;
     let grey = RGBColor(158, 158, 158).mix(0.45);
@@ -328,7 +328,7 @@ fn draw_fits<DB: DrawingBackend>(
             )
         }))
         .map_err(|e| e.to_string())?;
-    let style = TextStyle::from(("sans-serif", 12).into_font())
+    let style = TextStyle::from(("sans-serif", 15).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Right, VPos::Center));
     for (i, f) in fits.iter().enumerate() {

@@ -242,7 +242,7 @@ pub fn App() -> impl IntoView {
                 <div id="fits" class="chart" role="img" aria-label="Which GPUs fit"
                     inner_html=move || settled.with(|c| c.as_ref().ok()
                         .and_then(|c| calc_core::export::gpu_fits(c).ok())
-                        .map(|f| chart::render_fits_svg(&f, (720, 300)))
+                        .map(|f| chart::render_fits_svg(&f, (720, 340)))
                         .unwrap_or_default())></div>
                                 <Solvers parsed=settled />
                 <Breakdown last_good=last_good />

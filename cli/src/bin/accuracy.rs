@@ -15,28 +15,15 @@ use std::fmt::Write;
 const GB: f64 = 1e9;
 
 /// Why the largest errors are what they are (case id -> explanation).
-const EXPLAINED: &[(&str, &str)] = &[
-    (
-        "infer/deepseek-v2-lite/b1-c4096/sdpa",
-        "A CPU-only path in the measurement: DeepSeek's MLA has query/key heads of 192 and value \
+const EXPLAINED: &[(&str, &str)] = &[(
+    "infer/deepseek-v2-lite/b1-c4096/sdpa",
+    "A CPU-only path in the measurement: DeepSeek's MLA has query/key heads of 192 and value \
          heads of 128, for which CPU SDPA has no fused kernel and falls back to the math path \
          (inputs upcast to fp32, the 16 x 4092 x 4092 scores materialized, ~2 GB); CUDA's \
          memory-efficient kernel takes those shapes without either. The estimate models CUDA. \
          (transformers 5 caches MLA latents, 1152 B per token per layer, which the estimate \
          now follows.)",
-    ),
-    (
-        "train/llama-3.2-1b/fp32/sgd_momentum-foreach/eager/full/b1-s512",
-        "A tracker artifact, recorded in the record: under a TorchDispatchMode autograd adds the \
-         tied embedding's two gradients out of place (a third 128256 x 2048 fp32 tensor, 1.05 GB, \
-         at the end of backward), where CUDA adds in place. Without it the measurement is \
-         16.14 GB and the estimate is +1.3 %.",
-    ),
-    (
-        "train/llama-3.2-1b/fp32/adamw-foreach/sdpa/none/b1-s512",
-        "The same tied-embedding tracker artifact (1.05 GB at the end of backward).",
-    ),
-];
+)];
 
 fn stats_line(s: &ErrorStats) -> String {
     format!(

@@ -79,6 +79,9 @@ test('loads, computes, validates live, exports, copies and restores after reload
   assert.equal(await mbs.getAttribute('aria-invalid'), 'true');
   assert.ok(await page.locator('section.results.stale').count() === 1, 'results marked stale');
   assert.equal(await gib(page, '#total-gib'), noRecompute, 'last valid result kept');
+  await page.waitForTimeout(100);
+  assert.ok(await page.locator('#fits svg rect').count() > 8, 'which-GPUs-fit chart kept');
+  assert.match(await page.locator('#solve-batch').textContent(), /max micro-batch: \d+|nothing fits/, 'solver answer kept');
   await mbs.fill('abc');
   await page.locator('#training-micro_batch_size-error', { hasText: 'whole number' }).waitFor();
   await mbs.fill('2');

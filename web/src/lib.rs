@@ -102,10 +102,25 @@ pub fn App() -> impl IntoView {
     // validation, the numbers and the main chart first.
     let settled_config = RwSignal::new(Err::<Config, Vec<FieldError>>(Vec::new()));
     Effect::new(move |_| {
-        let c = parsed.get();
+        // a config that parses but does not validate counts as invalid here
+        let c = match (parsed.get(), result.with(|r| r.is_ok())) {
+            (Ok(c), true) => Ok(c),
+            (Ok(_), false) => Err(Vec::new()),
+            (Err(e), _) => Err(e),
+        };
         set_timeout(move || settled_config.set(c), std::time::Duration::ZERO);
     });
-    let settled = Memo::new(move |_| settled_config.get());
+    // like the estimate, they keep the last valid config's answers (marked stale with the
+    // results) while the input is invalid
+    let settled = Memo::new(move |prev: Option<&Result<Config, Vec<FieldError>>>| {
+        match settled_config.get() {
+            Ok(c) => Ok(c),
+            Err(e) => match prev {
+                Some(Ok(c)) => Ok(c.clone()),
+                _ => Err(e),
+            },
+        }
+    });
     let stale = Memo::new(move |_| result.with(|r| r.is_err()));
 
     // persistence: the document (valid or not) is the user's work; the link follows it.

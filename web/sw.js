@@ -1,10 +1,29 @@
 // Service worker: after one visit the app loads with the network off.
 // Install: cache index.html and every asset it references (Trunk's hashed .js/.wasm/.css).
-// Navigations: network first (a new deploy is picked up), the cached page when offline.
+// Navigations: network first (a new deploy is picked up, an older deploy's assets are
+// dropped from the cache), the cached page when offline.
 // Assets: cache first (their names change with their content), stored as they are fetched.
 // Paths are relative to this file, so the site works under any sub-path (GitHub Pages).
 const CACHE = 'gpu-mem-calc-v1';
 const INDEX = new URL('./', self.location).href;
+
+// The assets index.html references: quoted or, in Trunk's minified HTML, bare attribute
+// values (./name-hash.ext).
+function assetsOf(html) {
+  const assets = new Set();
+  for (const m of html.matchAll(/[=\s"'`(]\.?\/?([\w.\-]+\.(?:js|wasm|css))(?=[\s"'`)>]|$)/g)) {
+    assets.add(new URL(m[1], INDEX).href);
+  }
+  return assets;
+}
+
+// Drops cached assets the current index.html no longer references (an older deploy's).
+async function prune(cache, html) {
+  const keep = assetsOf(html);
+  for (const req of await cache.keys()) {
+    if (req.url !== INDEX && !keep.has(req.url)) await cache.delete(req);
+  }
+}
 
 self.addEventListener('install', (event) => {
   event.waitUntil((async () => {
@@ -12,12 +31,7 @@ self.addEventListener('install', (event) => {
     const resp = await fetch(INDEX, { cache: 'no-cache' });
     const html = await resp.clone().text();
     await cache.put(INDEX, resp);
-    const assets = new Set();
-    // quoted or, in Trunk's minified HTML, bare attribute values: ./name-hash.ext
-    for (const m of html.matchAll(/[=\s"'`(]\.?\/?([\w.\-]+\.(?:js|wasm|css))(?=[\s"'`)>]|$)/g)) {
-      assets.add(new URL(m[1], INDEX).href);
-    }
-    await cache.addAll([...assets]);
+    await cache.addAll([...assetsOf(html)]);
     await self.skipWaiting();
   })());
 });
@@ -39,7 +53,10 @@ self.addEventListener('fetch', (event) => {
       const cache = await caches.open(CACHE);
       try {
         const resp = await fetch(req);
-        if (resp.ok) await cache.put(INDEX, resp.clone());
+        if (resp.ok) {
+          await cache.put(INDEX, resp.clone());
+          event.waitUntil(resp.clone().text().then(html => prune(cache, html)));
+        }
         return resp;
       } catch (e) {
         return (await cache.match(INDEX)) || Response.error();

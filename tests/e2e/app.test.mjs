@@ -247,8 +247,10 @@ test('how accurate is this: suite error, nearest measured runs, the user\'s own 
   const { page, errors } = await openPage(context);
   await page.selectOption('#model-preset', 'llama-3.2-1b');
   await page.click('#accuracy summary');
-  // the suite's statistics: peak, activations, optimizer states, each a percentage
+  // the suite's statistics: peak, activations, optimizer states, each a percentage (the
+  // panel is built when it opens: the toggle event comes after the click)
   const rows = page.locator('#accuracy-summary tbody tr');
+  await rows.first().waitFor();
   assert.equal(await rows.count(), 3);
   assert.match(await rows.nth(0).textContent(), /peak allocated\s*\d+\s*\d+\.\d %\s*\d+\.\d %/);
   // the nearest measured runs are of the chosen model
@@ -271,6 +273,7 @@ test('how accurate is this: suite error, nearest measured runs, the user\'s own 
   await page.reload();
   await page.locator('#verdict').waitFor();
   await page.click('#accuracy summary');
+  await page.locator('#calibration').waitFor();
   assert.equal(await page.inputValue('#calibration'), 'max_memory_allocated: 20 GiB\nmax_memory_reserved: 22 GiB');
   assert.equal(await page.inputValue('#overheads-allocator_reserve_fraction'), '0.1');
   assert.deepEqual(errors, []);
@@ -351,7 +354,8 @@ test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', asyn
   await row.locator('summary').click();
   await row.locator('.formula').waitFor();
   assert.match(await row.locator('.source').textContent(), /Source: .+/);
-  // which GPUs fit: one bar per preset, each labelled
+  // which GPUs fit: one bar per preset, each labelled (drawn one task after the estimate)
+  await page.locator('#fits svg').waitFor();
   assert.equal(await page.locator('#fits svg text', { hasText: /[✓✗] / }).count(), 8);
   // keyboard: focus the micro-batch field by Tab order from the preset select and type
   await page.focus('#model-preset');

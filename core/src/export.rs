@@ -18,6 +18,16 @@ fn offload(o: Offload) -> Option<Value> {
     }
 }
 
+/// `zero_optimization`'s stage and offload devices (offloads only when not `none`).
+fn zero_stage(zero: &mut Map<String, Value>, stage: u8, optimizer: Offload, param: Offload) {
+    zero.insert("stage".into(), json!(stage));
+    for (key, o) in [("offload_optimizer", optimizer), ("offload_param", param)] {
+        if let Some(o) = offload(o) {
+            zero.insert(key.into(), o);
+        }
+    }
+}
+
 /// The `ds_config.json` of the configuration, with DeepSpeed's own key names
 /// (deepspeed/runtime/config.py, deepspeed/runtime/zero/config.py):
 /// `train_micro_batch_size_per_gpu`, `gradient_accumulation_steps`, `train_batch_size`
@@ -34,13 +44,12 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
     let mut zero = Map::new();
     match &config.engine {
         Engine::Deepspeed(z) => {
-            zero.insert("stage".into(), json!(z.zero_stage));
-            if let Some(o) = offload(z.offload_optimizer) {
-                zero.insert("offload_optimizer".into(), o);
-            }
-            if let Some(o) = offload(z.offload_param) {
-                zero.insert("offload_param".into(), o);
-            }
+            zero_stage(
+                &mut zero,
+                z.zero_stage,
+                z.offload_optimizer,
+                z.offload_param,
+            );
             zero.insert("reduce_bucket_size".into(), json!(z.reduce_bucket_size));
             zero.insert("overlap_comm".into(), json!(z.overlap_comm));
             if z.zero_stage == 3 {
@@ -60,13 +69,12 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
             }
         }
         Engine::MegatronDeepspeed(z) => {
-            zero.insert("stage".into(), json!(z.zero_stage));
-            if let Some(o) = offload(z.offload_optimizer) {
-                zero.insert("offload_optimizer".into(), o);
-            }
-            if let Some(o) = offload(z.offload_param) {
-                zero.insert("offload_param".into(), o);
-            }
+            zero_stage(
+                &mut zero,
+                z.zero_stage,
+                z.offload_optimizer,
+                z.offload_param,
+            );
         }
         other => {
             let name = serde_json::to_value(other)

@@ -191,12 +191,17 @@ pub fn solve(
     to_js(&core_solve(&c, t).map_err(field_error)?)
 }
 
+/// `solve` for a fixed target.
+fn solve_for(config_in: &JsValue, target: Target) -> Result<JsValue, JsValue> {
+    to_js(&core_solve(&config(config_in)?, target).map_err(field_error)?)
+}
+
 /// The largest micro-batch that fits (training).
 #[wasm_bindgen(js_name = maxMicroBatch, unchecked_return_type = "Solution")]
 pub fn max_micro_batch(
     #[wasm_bindgen(unchecked_param_type = "Config | string")] config_in: JsValue,
 ) -> Result<JsValue, JsValue> {
-    to_js(&core_solve(&config(&config_in)?, Target::MaxMicroBatch).map_err(field_error)?)
+    solve_for(&config_in, Target::MaxMicroBatch)
 }
 
 /// The longest sequence (training) or context (inference) that fits.
@@ -204,7 +209,7 @@ pub fn max_micro_batch(
 pub fn max_sequence(
     #[wasm_bindgen(unchecked_param_type = "Config | string")] config_in: JsValue,
 ) -> Result<JsValue, JsValue> {
-    to_js(&core_solve(&config(&config_in)?, Target::MaxSequence).map_err(field_error)?)
+    solve_for(&config_in, Target::MaxSequence)
 }
 
 /// The fewest GPUs that fit.
@@ -212,7 +217,7 @@ pub fn max_sequence(
 pub fn min_gpus(
     #[wasm_bindgen(unchecked_param_type = "Config | string")] config_in: JsValue,
 ) -> Result<JsValue, JsValue> {
-    to_js(&core_solve(&config(&config_in)?, Target::MinGpus).map_err(field_error)?)
+    solve_for(&config_in, Target::MinGpus)
 }
 
 /// The most concurrent sequences (inference).
@@ -220,7 +225,7 @@ pub fn min_gpus(
 pub fn max_concurrency(
     #[wasm_bindgen(unchecked_param_type = "Config | string")] config_in: JsValue,
 ) -> Result<JsValue, JsValue> {
-    to_js(&core_solve(&config(&config_in)?, Target::MaxConcurrency).map_err(field_error)?)
+    solve_for(&config_in, Target::MaxConcurrency)
 }
 
 /// The config estimated on every GPU preset: which GPUs it fits on.

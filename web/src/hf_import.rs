@@ -8,6 +8,26 @@ use leptos::prelude::*;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsCast;
 
+/// Reads the file chosen in a file input's `change` event, then calls `done` with the file's
+/// name and its text (`None` when the browser could not read it). Nothing happens when no
+/// file is chosen.
+pub fn read_chosen_file(
+    ev: &leptos::ev::Event,
+    done: impl FnOnce(String, Option<String>) + 'static,
+) {
+    let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+    let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) else {
+        return;
+    };
+    wasm_bindgen_futures::spawn_local(async move {
+        let text = wasm_bindgen_futures::JsFuture::from(file.text())
+            .await
+            .ok()
+            .and_then(|t| t.as_string());
+        done(file.name(), text);
+    });
+}
+
 /// Where model configs are fetched from.
 pub const HUB: &str = "https://huggingface.co";
 
@@ -143,20 +163,9 @@ pub fn HfImport(doc: RwSignal<Value>) -> impl IntoView {
         }
     };
     let on_file = move |ev: leptos::ev::Event| {
-        let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
-        let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) else {
-            return;
-        };
-        let name = file.name();
-        wasm_bindgen_futures::spawn_local(async move {
-            match wasm_bindgen_futures::JsFuture::from(file.text())
-                .await
-                .ok()
-                .and_then(|t| t.as_string())
-            {
-                Some(text) => use_text(&text, ""),
-                None => error.set(format!("could not read {name}")),
-            }
+        read_chosen_file(&ev, move |name, text| match text {
+            Some(text) => use_text(&text, ""),
+            None => error.set(format!("could not read {name}")),
         });
     };
     let on_fetch = move |_| {

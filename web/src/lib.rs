@@ -819,20 +819,9 @@ fn Import(
         )),
     };
     let on_file = move |ev: leptos::ev::Event| {
-        let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
-        let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) else {
-            return;
-        };
-        let name = file.name();
-        wasm_bindgen_futures::spawn_local(async move {
-            match wasm_bindgen_futures::JsFuture::from(file.text())
-                .await
-                .ok()
-                .and_then(|t| t.as_string())
-            {
-                Some(t) => use_text(&t, &format!(" from {name}")),
-                None => error.set(format!("Could not read {name}")),
-            }
+        hf_import::read_chosen_file(&ev, move |name, text| match text {
+            Some(t) => use_text(&t, &format!(" from {name}")),
+            None => error.set(format!("Could not read {name}")),
         });
     };
     view! {

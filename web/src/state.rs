@@ -69,6 +69,11 @@ pub fn accept_text(text: &str) -> Result<Value, String> {
     accept(v)
 }
 
+/// Whether a document is of the current schema version.
+fn is_current(v: &Value) -> bool {
+    v.get("schema_version").and_then(Value::as_u64) == Some(u64::from(calc_core::SCHEMA_VERSION))
+}
+
 /// Accepts a document from outside: a JSON object that parses as a config (the seed
 /// format and older schema versions are migrated to the current one) and validates. Returns
 /// the document to load: the input itself when it is already current, else the migrated
@@ -77,8 +82,7 @@ pub fn accept(v: Value) -> Result<Value, String> {
     if !v.is_object() {
         return Err("expected a JSON object (a gpu-mem-calc config)".into());
     }
-    let current = v.get("schema_version").and_then(Value::as_u64)
-        == Some(u64::from(calc_core::SCHEMA_VERSION));
+    let current = is_current(&v);
     let config = Config::from_value(v.clone()).map_err(|e| describe(&e))?;
     calc_core::estimate(&config).map_err(|e| describe(&e))?;
     if current {
@@ -91,8 +95,7 @@ pub fn accept(v: Value) -> Result<Value, String> {
 /// The saved document, migrated when it is from an older schema version. A saved document
 /// that no longer parses is kept as it is (it is the user's work, shown with its errors).
 pub fn migrate_saved(v: Value) -> Value {
-    let current = v.get("schema_version").and_then(Value::as_u64)
-        == Some(u64::from(calc_core::SCHEMA_VERSION));
+    let current = is_current(&v);
     if current {
         return v;
     }

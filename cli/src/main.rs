@@ -3,8 +3,8 @@
 //! Exit codes: 0 success, 2 bad input (a field error, an unreadable file), 70 internal
 //! error. Nothing is computed here: every number comes from `calc_core`.
 
-use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::units::{fmt_count, fmt_gib, fmt_int};
+use calc_core::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::{Config, FieldError, presets};
 use clap::{Parser, Subcommand, ValueEnum};
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
@@ -486,7 +486,7 @@ fn print_estimate(e: &Estimate, json: bool) {
         );
         out!("vLLM: {}", s.message);
     }
-    if e.trainable_params != e.params.total && e.mode == "training" {
+    if e.trainable_params != e.params.total && e.mode == calc_core::Mode::Training {
         out!(
             "trainable parameters (LoRA adapters): {}",
             fmt_int(e.trainable_params)

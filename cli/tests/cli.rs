@@ -50,7 +50,7 @@ fn calculate_json_is_the_estimate() {
     assert!(v["peak_allocated_bytes"].as_u64().unwrap() > 0);
     assert_eq!(
         v["components"].as_object().unwrap().len(),
-        calc_core::estimate::COMPONENTS.len()
+        calc_core::COMPONENTS.len()
     );
     assert_eq!(v["layout"]["pipeline_parallel_size"], 16);
     assert!(v["fits"].is_boolean());

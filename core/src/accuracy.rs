@@ -16,9 +16,9 @@
 //! (`cargo run -p gpu-mem-calc --bin accuracy`, writes `ACCURACY.md`) and the web UI's
 //! "How accurate is this?" panel call the same functions.
 
-use crate::config::{Config, Precision};
+use crate::config::{Config, Mode, Precision};
 use crate::error::FieldError;
-use crate::estimate::{Estimate, estimate};
+use crate::{Estimate, estimate};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -230,7 +230,7 @@ pub fn family(est: &Estimate) -> String {
 
 /// Precision regime of a config for the report.
 pub fn regime(config: &Config, est: &Estimate) -> String {
-    if est.mode == "inference" {
+    if est.mode == Mode::Inference {
         return "inference".into();
     }
     if config.training.lora.is_some() {
@@ -261,9 +261,9 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
     let mut phases = Vec::new();
     let mut components = Vec::new();
     for p in &est.phases {
-        if let Some(meas) = m.phases.get(&p.phase) {
+        if let Some(meas) = m.phases.get(p.phase.as_str()) {
             phases.push(Pair::new(
-                &p.phase,
+                p.phase.as_str(),
                 meas.get("total").copied().unwrap_or(0),
                 p.allocated_bytes,
             ));
@@ -381,7 +381,7 @@ pub fn compare_published(case: &PublishedCase) -> Result<PublishedResult, Vec<Fi
 /// optimizer, recompute, attention, LoRA, and log-distance of tokens and parameters.
 fn distance(a: &Config, ea: &Estimate, b: &Config, eb: &Estimate) -> f64 {
     let mut d = 0.0;
-    let training = ea.mode == "training";
+    let training = ea.mode == Mode::Training;
     if ea.mode != eb.mode {
         d += 10.0;
     }

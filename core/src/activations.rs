@@ -22,7 +22,16 @@
 
 use crate::config::{Attention, Recompute};
 use crate::model::{FfnKind, MlpKind, ModelArch, NormKind};
-use crate::precision::Framework;
+use crate::term::{Expr, bytes, n};
+
+/// Whose model code runs, which decides what a layer keeps for backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelCode {
+    /// Megatron-LM / Megatron-Core (also Megatron-DeepSpeed): Korthikanti et al. 2022.
+    Megatron,
+    /// Hugging Face transformers modules on PyTorch (DDP, FSDP, DeepSpeed, inference).
+    Transformers,
+}
 
 /// Inputs of the activation model for one GPU.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +48,7 @@ pub struct ActCtx<'a> {
     pub sp: bool,
     /// Expert-parallel size (tokens dispatched to this GPU's experts).
     pub ep: u64,
-    pub framework: Framework,
+    pub code: ModelCode,
     pub attention: Attention,
     pub recompute: Recompute,
     /// Bytes per activation element (2 half, 4 fp32).
@@ -115,9 +124,9 @@ impl ActCtx<'_> {
 
 /// Tensors a normalization layer keeps for backward (per layer norm), input included.
 fn norm_saved(c: &ActCtx, v: &mut Vec<Saved>, name: &'static str, elems: u64) {
-    match c.framework {
-        Framework::Megatron => push(v, name, elems * c.act / c.sp_div()),
-        _ => match c.arch.norm {
+    match c.code {
+        ModelCode::Megatron => push(v, name, elems * c.act / c.sp_div()),
+        ModelCode::Transformers => match c.arch.norm {
             // LlamaRMSNorm: fp32 copy of the input (the input itself when already fp32) saved
             // by pow/mul, rsqrt (one fp32 per token), and the normalized result cast back
             // to the input dtype, saved by `weight * x`.
@@ -186,141 +195,202 @@ fn linear_inputs(c: &ActCtx, names: &[&str], tokens: u64, in_dim: u64) -> u64 {
     }
 }
 
-/// Attention block of one layer (excluding its input norm).
-fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
-    let a = c.arch;
-    let t = c.tokens();
-    let (h, qd, vd) = (a.hidden_size, a.qk_head_dim(), a.v_head_dim());
-    let heads = c.heads();
-    let kv = c.kv_heads();
-    let q_elems = t * heads * qd;
-    let k_elems = t * kv * qd;
-    let v_elems = t * kv * vd;
-    let o_elems = t * heads * vd;
-    let selective = c.recompute == Recompute::Selective;
-    let eager = c.attention == Attention::Eager;
-    match c.framework {
-        Framework::Megatron => {
-            // Korthikanti Table 2: QKV input 2sbh (/t with SP), Q and K, V, softmax 2as^2b,
-            // its dropout mask as^2b and output 2as^2b, projection input 2sbh, dropout mask sbh.
-            push(v, "qkv_input", t * h * c.linear_input / c.sp_div());
-            if let Some(m) = &a.mla {
-                // MLA keeps the compressed latents for the up-projections.
-                push(
-                    v,
-                    "mla_latents",
-                    t * (m.kv_lora_rank + m.q_lora_rank.unwrap_or(0)) * c.act,
-                );
-            }
-            push(v, "q_k", (q_elems + k_elems) * c.act);
-            push(v, "v", v_elems * c.act);
-            if eager && !selective {
-                let s2 = c.score_elems();
-                push(v, "softmax_output", s2 * c.act);
-                push(
-                    v,
-                    "softmax_dropout_mask",
-                    c.dropout_mask(a.attention_dropout, s2),
-                );
-                push(
-                    v,
-                    "softmax_dropout_output",
-                    if a.attention_dropout > 0.0 {
-                        s2 * c.act
-                    } else {
-                        0
-                    },
-                );
-            } else if !eager {
-                // flash / fused attention: fp32 softmax statistics per query row
-                push(v, "softmax_lse", c.b * heads * c.s * 4);
-            }
-            push(v, "proj_input", o_elems * c.linear_input);
-            push(
-                v,
-                "attention_dropout_mask",
-                c.dropout_mask(a.hidden_dropout, t * h / c.sp_div()),
-            );
-        }
-        _ => {
-            // transformers attention modules (LlamaAttention with sdpa/eager/flash).
-            let (qn, kn, vn, qkvn, on) = a.attention_names();
-            let names: Vec<&str> = if a.fused_qkv {
-                vec![qkvn]
-            } else {
-                vec![qn, kn, vn]
-            };
-            push(v, "qkv_input", linear_inputs(c, &names, t, h));
-            if let Some(m) = &a.mla {
-                // DeepseekV3Attention: q_a_layernorm / kv_a_layernorm inputs and outputs,
-                // kv_b_proj input.
-                let latents = m.kv_lora_rank + m.q_lora_rank.unwrap_or(0);
-                push(
-                    v,
-                    "mla_latents",
-                    t * latents * (4 + 2 * c.act) + t * m.qk_rope_head_dim * c.act,
-                );
-            }
-            // q and k after rotary embedding (rotary keeps only the shared cos/sin)
-            push(v, "q_k", (q_elems + k_elems) * c.act);
-            if a.qk_norm {
-                // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results
-                push(v, "qk_norm", (q_elems + k_elems) * (4 + c.act));
-            }
-            // v is a view of the projection's output; with a fused qkv projection that view
-            // keeps the whole output alive (rotary makes q and k new tensors beside it)
-            if a.fused_qkv && a.learned_position_embeddings == 0 {
-                push(v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
-            } else {
-                push(v, "v", v_elems * c.act);
-            }
-            if eager {
-                if !selective {
-                    // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
-                    // half copy the second matmul keeps (one tensor when already fp32).
-                    let s2 = c.score_elems();
-                    let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
-                    push(v, "attention_probs", s2 * 4 + half_copy);
-                    if a.logit_softcapping() {
-                        // tanh(scores / cap), kept by tanh's backward
-                        push(v, "softcap_tanh", s2 * c.act);
-                    }
-                    push(
-                        v,
-                        "attention_dropout_mask",
-                        c.dropout_mask(a.attention_dropout, s2),
-                    );
-                    // repeat_kv materializes K and V per query head for the matmuls
-                    if kv < heads {
-                        push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);
-                    }
-                }
-            } else {
-                // SDPA / flash keep the output and the fp32 logsumexp
-                push(v, "attention_output", o_elems * c.act);
-                push(v, "attention_lse", c.b * heads * c.s * 4);
-            }
-            // o_proj input: under SDPA/flash the kernel's output follows q's layout, which is
-            // (b, s, h, d) after elementwise rotary, so transpose + reshape is a view of the
-            // tensor already kept above; eager attention's output and that of models whose
-            // rotary concatenates are (b, h, s, d) and `.transpose(1, 2).contiguous()` copies
-            let own_copy = if eager || a.rotary_concatenates() {
-                o_elems * c.linear_input
-            } else {
-                0
-            };
-            push(
-                v,
-                "o_proj_input",
-                lora_input(c, on, t, heads * vd).unwrap_or(own_copy),
-            );
-            push(
-                v,
-                "attention_dropout_mask",
-                c.dropout_mask(a.hidden_dropout, t * h),
-            );
+/// Shapes of one layer's attention on this GPU.
+struct AttnShapes {
+    t: u64,
+    h: u64,
+    heads: u64,
+    kv: u64,
+    q_elems: u64,
+    k_elems: u64,
+    v_elems: u64,
+    o_elems: u64,
+    qd: u64,
+    vd: u64,
+    selective: bool,
+    eager: bool,
+}
+
+impl AttnShapes {
+    fn of(c: &ActCtx) -> AttnShapes {
+        let a = c.arch;
+        let t = c.tokens();
+        let (qd, vd) = (a.qk_head_dim(), a.v_head_dim());
+        let (heads, kv) = (c.heads(), c.kv_heads());
+        AttnShapes {
+            t,
+            h: a.hidden_size,
+            heads,
+            kv,
+            q_elems: t * heads * qd,
+            k_elems: t * kv * qd,
+            v_elems: t * kv * vd,
+            o_elems: t * heads * vd,
+            qd,
+            vd,
+            selective: c.recompute == Recompute::Selective,
+            eager: c.attention == Attention::Eager,
         }
     }
+}
+
+/// Attention block of one layer (excluding its input norm).
+fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+    match c.code {
+        ModelCode::Megatron => megatron_attention_saved(c, v),
+        ModelCode::Transformers => hf_attention_saved(c, v),
+    }
+}
+
+/// Megatron's attention: Korthikanti Table 2.
+fn megatron_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+    let a = c.arch;
+    let AttnShapes {
+        t,
+        h,
+        heads,
+        q_elems,
+        k_elems,
+        v_elems,
+        o_elems,
+        selective,
+        eager,
+        ..
+    } = AttnShapes::of(c);
+    // Korthikanti Table 2: QKV input 2sbh (/t with SP), Q and K, V, softmax 2as^2b,
+    // its dropout mask as^2b and output 2as^2b, projection input 2sbh, dropout mask sbh.
+    push(v, "qkv_input", t * h * c.linear_input / c.sp_div());
+    if let Some(m) = &a.mla {
+        // MLA keeps the compressed latents for the up-projections.
+        push(
+            v,
+            "mla_latents",
+            t * (m.kv_lora_rank + m.q_lora_rank.unwrap_or(0)) * c.act,
+        );
+    }
+    push(v, "q_k", (q_elems + k_elems) * c.act);
+    push(v, "v", v_elems * c.act);
+    if eager && !selective {
+        let s2 = c.score_elems();
+        push(v, "softmax_output", s2 * c.act);
+        push(
+            v,
+            "softmax_dropout_mask",
+            c.dropout_mask(a.attention_dropout, s2),
+        );
+        push(
+            v,
+            "softmax_dropout_output",
+            if a.attention_dropout > 0.0 {
+                s2 * c.act
+            } else {
+                0
+            },
+        );
+    } else if !eager {
+        // flash / fused attention: fp32 softmax statistics per query row
+        push(v, "softmax_lse", c.b * heads * c.s * 4);
+    }
+    push(v, "proj_input", o_elems * c.linear_input);
+    push(
+        v,
+        "attention_dropout_mask",
+        c.dropout_mask(a.hidden_dropout, t * h / c.sp_div()),
+    );
+}
+
+/// transformers attention modules (LlamaAttention with sdpa/eager/flash).
+fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+    let a = c.arch;
+    let AttnShapes {
+        t,
+        h,
+        heads,
+        kv,
+        q_elems,
+        k_elems,
+        v_elems,
+        o_elems,
+        qd,
+        vd,
+        selective,
+        eager,
+    } = AttnShapes::of(c);
+    let (qn, kn, vn, qkvn, on) = a.attention_names();
+    let names: Vec<&str> = if a.fused_qkv {
+        vec![qkvn]
+    } else {
+        vec![qn, kn, vn]
+    };
+    push(v, "qkv_input", linear_inputs(c, &names, t, h));
+    if let Some(m) = &a.mla {
+        // DeepseekV3Attention: q_a_layernorm / kv_a_layernorm inputs and outputs,
+        // kv_b_proj input.
+        let latents = m.kv_lora_rank + m.q_lora_rank.unwrap_or(0);
+        push(
+            v,
+            "mla_latents",
+            t * latents * (4 + 2 * c.act) + t * m.qk_rope_head_dim * c.act,
+        );
+    }
+    // q and k after rotary embedding (rotary keeps only the shared cos/sin)
+    push(v, "q_k", (q_elems + k_elems) * c.act);
+    if a.qk_norm {
+        // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results
+        push(v, "qk_norm", (q_elems + k_elems) * (4 + c.act));
+    }
+    // v is a view of the projection's output; with a fused qkv projection that view
+    // keeps the whole output alive (rotary makes q and k new tensors beside it)
+    if a.fused_qkv && a.learned_position_embeddings == 0 {
+        push(v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
+    } else {
+        push(v, "v", v_elems * c.act);
+    }
+    if eager {
+        if !selective {
+            // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
+            // half copy the second matmul keeps (one tensor when already fp32).
+            let s2 = c.score_elems();
+            let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
+            push(v, "attention_probs", s2 * 4 + half_copy);
+            if a.logit_softcapping() {
+                // tanh(scores / cap), kept by tanh's backward
+                push(v, "softcap_tanh", s2 * c.act);
+            }
+            push(
+                v,
+                "attention_dropout_mask",
+                c.dropout_mask(a.attention_dropout, s2),
+            );
+            // repeat_kv materializes K and V per query head for the matmuls
+            if kv < heads {
+                push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);
+            }
+        }
+    } else {
+        // SDPA / flash keep the output and the fp32 logsumexp
+        push(v, "attention_output", o_elems * c.act);
+        push(v, "attention_lse", c.b * heads * c.s * 4);
+    }
+    // o_proj input: under SDPA/flash the kernel's output follows q's layout, which is
+    // (b, s, h, d) after elementwise rotary, so transpose + reshape is a view of the
+    // tensor already kept above; eager attention's output and that of models whose
+    // rotary concatenates are (b, h, s, d) and `.transpose(1, 2).contiguous()` copies
+    let own_copy = if eager || a.rotary_concatenates() {
+        o_elems * c.linear_input
+    } else {
+        0
+    };
+    push(
+        v,
+        "o_proj_input",
+        lora_input(c, on, t, heads * vd).unwrap_or(own_copy),
+    );
+    push(
+        v,
+        "attention_dropout_mask",
+        c.dropout_mask(a.hidden_dropout, t * h),
+    );
 }
 
 /// MLP of intermediate size `inter` over `t` tokens (excluding its input norm).
@@ -328,8 +398,8 @@ fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: b
     let a = c.arch;
     let h = a.hidden_size;
     let i = inter.div_ceil(c.tp);
-    match c.framework {
-        Framework::Megatron => {
+    match c.code {
+        ModelCode::Megatron => {
             push(
                 v,
                 "fc1_input",
@@ -351,7 +421,7 @@ fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: b
                 c.dropout_mask(a.hidden_dropout, t * h / c.sp_div()),
             );
         }
-        _ => {
+        ModelCode::Transformers => {
             let (gate, up, gate_up, down) = a.mlp_names();
             if !input_shared {
                 let names: Vec<&str> = match a.mlp {
@@ -454,62 +524,75 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
 /// * Under full recomputation nothing is saved inside the layer, so the MLP's working set
 ///   (`act(gate)`, `up` and their product: 3 x I per token; for a plain MLP the
 ///   activation's intermediates and its output) is extra too.
-pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> u64 {
-    if c.framework == Framework::Megatron {
-        return 0;
+pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
+    if c.code == ModelCode::Megatron {
+        return Expr::zero();
     }
     let full = c.recompute == Recompute::Full;
     let attn = if c.attention == Attention::Eager {
-        let s2 = c.score_elems();
         let scores = if c.autocast { 4 } else { c.act };
         let converted = if scores == 2 && !c.fp16 { 4 } else { 0 };
         let half = if c.act < 4 { c.act } else { 0 };
-        s2 * if full {
+        let per = if full {
             (scores + converted + 4).max(scores + 4 + half)
         } else {
             scores + converted
-        }
+        };
+        n(c.score_elems(), "attention scores") * bytes(per)
     } else {
-        0
+        Expr::zero()
     };
     let mlp = match kind {
         FfnKind::Dense if full => {
             let i = c.arch.intermediate_size.div_ceil(c.tp);
-            c.tokens()
-                * i
-                * match c.arch.mlp {
-                    MlpKind::Gated => 3 * c.act,
-                    MlpKind::Standard => c.activation_saved() + c.act,
-                }
+            let per = match c.arch.mlp {
+                MlpKind::Gated => 3 * c.act,
+                MlpKind::Standard => c.activation_saved() + c.act,
+            };
+            n(c.tokens(), "tokens") * n(i, "intermediate") * bytes(per)
         }
-        _ => 0,
+        _ => Expr::zero(),
     };
-    attn.max(mlp)
+    max_bytes(vec![attn, mlp])
 }
 
 /// Extra memory while one layer runs its backward: the layer's recomputed activations under
 /// full recomputation (or its attention core under selective), plus the gradients of its
 /// largest intermediates (grad of the MLP product, of act(gate) and up: 3 x I per token;
 /// eager attention: the fp32 softmax gradient and its half copy).
-pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> u64 {
+pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
     let t = c.tokens();
     let a = c.arch;
     let inter = match (kind, &a.moe) {
         (FfnKind::Moe, Some(m)) => m.moe_intermediate_size * m.num_experts_per_tok,
         _ => a.intermediate_size,
     };
-    let mlp_grads = t * inter.div_ceil(c.tp) * c.act * if a.mlp == MlpKind::Gated { 3 } else { 2 };
+    let mlp_grads = n(t, "tokens")
+        * n(inter.div_ceil(c.tp), "intermediate")
+        * bytes(c.act)
+        * n(if a.mlp == MlpKind::Gated { 3 } else { 2 }, "gradients");
     let attn_grads = if c.attention == Attention::Eager {
-        c.score_elems() * (4 + c.act)
+        n(c.score_elems(), "attention scores") * bytes(4 + c.act)
     } else {
-        0
+        Expr::zero()
     };
     let recomputed = match c.recompute {
-        Recompute::Full => layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
-        Recompute::Selective if c.attention == Attention::Eager => c.score_elems() * (4 + c.act),
-        _ => 0,
+        Recompute::Full => n(
+            layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
+            "B recomputed activations",
+        ),
+        Recompute::Selective if c.attention == Attention::Eager => {
+            n(c.score_elems(), "recomputed attention scores") * bytes(4 + c.act)
+        }
+        _ => Expr::zero(),
     };
-    recomputed + mlp_grads.max(attn_grads)
+    recomputed + max_bytes(vec![mlp_grads, attn_grads])
+}
+
+/// The largest of byte counts, writing only the non-zero ones.
+pub(crate) fn max_bytes(terms: Vec<Expr>) -> Expr {
+    let nonzero: Vec<Expr> = terms.into_iter().filter(|t| !t.is_zero()).collect();
+    Expr::max(nonzero)
 }
 
 #[cfg(test)]
@@ -569,7 +652,7 @@ mod tests {
             tp,
             sp,
             ep: 1,
-            framework: Framework::Megatron,
+            code: ModelCode::Megatron,
             attention,
             recompute,
             act: 2,

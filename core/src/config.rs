@@ -16,9 +16,8 @@
 //! numbers or strings with decimal suffixes ("7B"); memory sizes accept "80GB"/"80GiB".
 //! Documents without `schema_version` in the seed format are migrated ([`crate::seed`]).
 
-use crate::error::FieldError;
-use crate::hf::short;
 use crate::optimizer::Optimizer;
+pub use crate::optimizer::OptimizerImpl;
 use crate::units::{self, GbInput};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -26,15 +25,6 @@ use serde_json::{Map, Value};
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
-fn one() -> u64 {
-    1
-}
-fn schema_v1() -> u32 {
-    SCHEMA_VERSION
-}
-fn default_seq_len() -> u64 {
-    2048
-}
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -42,31 +32,24 @@ fn is_false(b: &bool) -> bool {
 /// A whole config document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Always 1 for this schema. Older documents are migrated on load.
-    #[serde(default = "schema_v1")]
     pub schema_version: u32,
     /// `training` (default; with `training.lora` it is fine-tuning) or `inference`. When left
     /// out, a document with an `inference` section and no `training` section is inference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// The model: a preset, a Hugging Face `config.json`, or HF-named fields. See [`ModelSpec`].
-    #[serde(default)]
     pub model: ModelSpec,
-    #[serde(default)]
     pub training: Training,
     /// Serving / generation settings (mode `inference`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub inference: Option<Inference>,
-    #[serde(default)]
     pub parallelism: Parallelism,
-    #[serde(default)]
     pub engine: Engine,
-    #[serde(default)]
     pub hardware: Hardware,
     /// Fixed overheads outside the tensors (CUDA context, workspaces, allocator reserve).
-    #[serde(default)]
     pub overheads: Overheads,
 }
 
@@ -75,7 +58,7 @@ impl Default for Config {
         Config {
             schema_version: SCHEMA_VERSION,
             mode: None,
-            model: ModelSpec::preset("llama-3.1-8b"),
+            model: ModelSpec::default(),
             training: Training::default(),
             inference: None,
             parallelism: Parallelism::default(),
@@ -196,35 +179,16 @@ pub enum InferenceEngine {
     Vllm,
 }
 
-fn default_context() -> u64 {
-    4096
-}
-fn default_util() -> f64 {
-    0.9
-}
-fn default_batched() -> u64 {
-    8192
-}
-fn default_seqs() -> u64 {
-    1024
-}
-fn default_group() -> u64 {
-    128
-}
-fn yes() -> bool {
-    true
-}
-
 /// The `inference` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Inference {
     /// Sequences generated together. Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub batch_size: u64,
     /// Tokens per sequence: prompt plus generated. Default 4096.
-    #[serde(default = "default_context", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub context_len: u64,
     /// Prompt tokens (the prefill). Default: `context_len`.
     #[serde(
@@ -234,22 +198,17 @@ pub struct Inference {
     )]
     pub prompt_len: Option<u64>,
     /// Default `bf16`.
-    #[serde(default)]
     pub weight_format: WeightFormat,
     /// Input channels per quantization group for `int4` / `awq` (default 128).
-    #[serde(default = "default_group", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub group_size: u64,
     /// Asymmetric quantization with zero points (`int4` / `awq`; default true).
-    #[serde(default = "yes")]
     pub zero_point: bool,
     /// Double quantization of the NF4 absmax (bitsandbytes `bnb_4bit_use_double_quant`, default true).
-    #[serde(default = "yes")]
     pub double_quant: bool,
     /// Default `auto`.
-    #[serde(default)]
     pub kv_cache_dtype: KvCacheDtype,
     /// Default `sdpa`.
-    #[serde(default)]
     pub attention: Attention,
     /// Prefill in chunks of this many tokens (chunked prefill). Default: the whole prompt.
     #[serde(
@@ -259,13 +218,11 @@ pub struct Inference {
     )]
     pub prefill_chunk: Option<u64>,
     /// Positions whose logits are computed (transformers `logits_to_keep`). Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub logits_to_keep: u64,
     /// Default `hf`.
-    #[serde(default)]
     pub engine: InferenceEngine,
     /// vLLM `gpu_memory_utilization` (default 0.9).
-    #[serde(default = "default_util")]
     pub gpu_memory_utilization: f64,
     /// vLLM `max_model_len` (default: `context_len`).
     #[serde(
@@ -275,10 +232,10 @@ pub struct Inference {
     )]
     pub max_model_len: Option<u64>,
     /// vLLM `max_num_batched_tokens` (default 8192).
-    #[serde(default = "default_batched", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub max_num_batched_tokens: u64,
     /// vLLM `max_num_seqs` (default 1024).
-    #[serde(default = "default_seqs", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub max_num_seqs: u64,
 }
 
@@ -317,12 +274,6 @@ pub enum TargetModules {
     List(Vec<String>),
 }
 
-fn default_rank() -> u64 {
-    8
-}
-fn default_alpha() -> f64 {
-    16.0
-}
 fn default_targets() -> TargetModules {
     TargetModules::List(vec!["q_proj".into(), "v_proj".into()])
 }
@@ -331,27 +282,23 @@ fn default_targets() -> TargetModules {
 /// targeted modules; the base model is frozen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Lora {
     /// `r` (default 8).
-    #[serde(default = "default_rank", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub rank: u64,
     /// `lora_alpha` (default 16; no effect on memory).
-    #[serde(default = "default_alpha")]
     pub alpha: f64,
     /// Default `["q_proj", "v_proj"]`.
-    #[serde(default = "default_targets")]
     pub target_modules: TargetModules,
     /// `lora_dropout` (default 0): a dropout mask and copy per targeted input when > 0.
-    #[serde(default)]
     pub dropout: f64,
     /// Format of the frozen base weights: `bf16` (LoRA), `nf4` (QLoRA), `int8`, ...
     /// Default `bf16` (`fp32` under precision fp32).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_weight_format: Option<WeightFormat>,
     /// Adapter weights in fp32 (PEFT's default `autocast_adapter_dtype=True`); false: in the
     /// training dtype.
-    #[serde(default = "yes")]
     pub adapters_fp32: bool,
 }
 
@@ -433,66 +380,44 @@ pub enum LossImpl {
     Fused,
 }
 
-/// Which implementation of a PyTorch optimizer runs the step (`torch.optim` `foreach=` /
-/// `fused=`). DeepSpeed and Megatron use their own fused Adam/LAMB kernels regardless.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum OptimizerImpl {
-    /// Multi-tensor `_foreach_*` ops over all parameters at once: PyTorch's default on CUDA.
-    /// Allocates the optimizer's temporaries for every parameter at once.
-    #[default]
-    Foreach,
-    /// One fused kernel (`fused=True`; HF Trainer `adamw_torch_fused`, its default with
-    /// torch >= 2.8): no temporaries.
-    Fused,
-    /// One parameter at a time (`foreach=False`): temporaries of the largest tensor only.
-    ForLoop,
-}
-
 /// The `training` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Training {
     /// Sequences per GPU per forward/backward pass (micro-batch). Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub micro_batch_size: u64,
     /// Tokens per sequence. Default 2048.
-    #[serde(default = "default_seq_len", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub seq_len: u64,
     /// Micro-batches accumulated before each optimizer step. Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub gradient_accumulation_steps: u64,
     /// Default `amp_bf16`.
-    #[serde(default)]
     pub precision: Precision,
     /// Default `adamw`.
-    #[serde(default)]
     pub optimizer: Optimizer,
     /// Default `foreach`.
-    #[serde(default)]
     pub optimizer_impl: OptimizerImpl,
     /// Default `none`. Also accepts `true` (= full) and `false`.
-    #[serde(default, deserialize_with = "de_recompute")]
+    #[serde(deserialize_with = "de_recompute")]
     pub activation_checkpointing: Recompute,
     /// Default `sdpa`.
-    #[serde(default)]
     pub attention: Attention,
     /// Default `standard`.
-    #[serde(default)]
     pub loss: LossImpl,
     /// Accumulate gradients in an fp32 buffer (Megatron `main_grad`, DeepSpeed
     /// `data_types.grad_accum_dtype: fp32`). Default: what the engine does (Megatron yes
-    /// with bf16; DeepSpeed bf16 with ZeRO 0-1 yes; otherwise no).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// with bf16; DeepSpeed bf16 at ZeRO stage 0 yes; otherwise no).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub accumulate_grads_in_fp32: Option<bool>,
     /// Apply the optimizer step inside backward, freeing each gradient at once
     /// (torchtune `optimizer_in_bwd`). Default false.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub optimizer_in_backward: bool,
     /// LoRA / QLoRA fine-tuning. Default: full training.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lora: Option<Lora>,
 }
 
@@ -538,7 +463,7 @@ fn de_recompute<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Recompute, D::
 /// `data x tensor x pipeline x context = num_gpus`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Parallelism {
     /// Data-parallel size (the ZeRO / FSDP sharding group). Default: `num_gpus / (tensor x
     /// pipeline x context)`.
@@ -549,20 +474,19 @@ pub struct Parallelism {
     )]
     pub data_parallel_size: Option<u64>,
     /// Tensor-parallel size (Megatron TP). Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub tensor_parallel_size: u64,
     /// Pipeline-parallel size. Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub pipeline_parallel_size: u64,
     /// Megatron sequence parallelism (splits LayerNorm/dropout activations over TP). Default false.
-    #[serde(default)]
     pub sequence_parallel: bool,
     /// Context-parallel size (Megatron CP, DeepSpeed-Ulysses `sequence_parallel_size`):
     /// splits the sequence. Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub context_parallel_size: u64,
     /// Expert-parallel size (MoE experts divided over EP ranks). Default 1.
-    #[serde(default = "one", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub expert_parallel_size: u64,
     /// Virtual pipeline stages per rank (Megatron interleaved schedule). Default none.
     #[serde(
@@ -632,57 +556,46 @@ pub enum ShardingStrategy {
     HybridShard,
 }
 
-fn zero_bucket() -> u64 {
-    500_000_000
-}
-fn prefetch_bucket() -> u64 {
-    50_000_000
-}
-fn max_live() -> u64 {
-    1_000_000_000
-}
-fn persistence() -> u64 {
-    100_000
-}
-fn sub_group() -> u64 {
-    1_000_000_000
-}
-fn bucket_mb() -> f64 {
-    25.0
+impl ShardingStrategy {
+    /// The name as written in the config and in PyTorch (`FULL_SHARD`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ShardingStrategy::FullShard => "FULL_SHARD",
+            ShardingStrategy::ShardGradOp => "SHARD_GRAD_OP",
+            ShardingStrategy::NoShard => "NO_SHARD",
+            ShardingStrategy::HybridShard => "HYBRID_SHARD",
+        }
+    }
 }
 
 /// DeepSpeed ZeRO options (names as in `ds_config.json` `zero_optimization`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct ZeroOptions {
     /// 0-3. Default 0.
-    #[serde(default)]
     pub zero_stage: u8,
-    #[serde(default)]
     pub offload_optimizer: Offload,
-    #[serde(default)]
     pub offload_param: Offload,
     /// Elements per gradient reduce bucket (`reduce_bucket_size`, default 5e8).
-    #[serde(default = "zero_bucket", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub reduce_bucket_size: u64,
     /// Double-buffered reduce buckets (`overlap_comm`). Default false.
-    #[serde(default)]
     pub overlap_comm: bool,
     /// Elements prefetched ahead by ZeRO-3 (`stage3_prefetch_bucket_size`, default 5e7).
-    #[serde(default = "prefetch_bucket", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub stage3_prefetch_bucket_size: u64,
     /// Most gathered parameter elements alive at once in ZeRO-3
     /// (`stage3_max_live_parameters`, default 1e9).
-    #[serde(default = "max_live", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub stage3_max_live_parameters: u64,
     /// Parameters smaller than this stay unsharded in ZeRO-3
     /// (`stage3_param_persistence_threshold`, default 1e5).
-    #[serde(default = "persistence", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub stage3_param_persistence_threshold: u64,
     /// Elements per optimizer sub-group in ZeRO-3: the step upcasts and updates one
     /// sub-group at a time (`sub_group_size`, default 1e9).
-    #[serde(default = "sub_group", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub sub_group_size: u64,
 }
 
@@ -692,12 +605,12 @@ impl Default for ZeroOptions {
             zero_stage: 0,
             offload_optimizer: Offload::None,
             offload_param: Offload::None,
-            reduce_bucket_size: zero_bucket(),
+            reduce_bucket_size: 500_000_000,
             overlap_comm: false,
-            stage3_prefetch_bucket_size: prefetch_bucket(),
-            stage3_max_live_parameters: max_live(),
-            stage3_param_persistence_threshold: persistence(),
-            sub_group_size: sub_group(),
+            stage3_prefetch_bucket_size: 50_000_000,
+            stage3_max_live_parameters: 1_000_000_000,
+            stage3_param_persistence_threshold: 100_000,
+            sub_group_size: 1_000_000_000,
         }
     }
 }
@@ -705,14 +618,12 @@ impl Default for ZeroOptions {
 /// PyTorch DDP options.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct DdpOptions {
     /// Gradient bucket size in MiB (`bucket_cap_mb`, default 25).
-    #[serde(default = "bucket_mb")]
     pub bucket_cap_mb: f64,
     /// Gradients are views into the buckets (`gradient_as_bucket_view`, default false:
     /// the buckets are a second copy of all gradients).
-    #[serde(default)]
     pub gradient_as_bucket_view: bool,
 }
 
@@ -728,9 +639,8 @@ impl Default for DdpOptions {
 /// PyTorch FSDP options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct FsdpOptions {
-    #[serde(default)]
     pub sharding_strategy: ShardingStrategy,
     /// GPUs per shard group for HYBRID_SHARD. Default: `hardware.gpus_per_node`.
     #[serde(
@@ -740,33 +650,25 @@ pub struct FsdpOptions {
     )]
     pub hybrid_shard_group_size: Option<u64>,
     /// Parameters, gradients and optimizer states in CPU memory (`CPUOffload(offload_params=True)`).
-    #[serde(default)]
     pub cpu_offload: bool,
 }
 
 /// Megatron-LM options.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct MegatronOptions {
     /// Shard fp32 master weights and optimizer states over DP (`--use-distributed-optimizer`).
-    #[serde(default)]
     pub distributed_optimizer: bool,
 }
 
-/// Megatron-DeepSpeed options: Megatron model parallelism with DeepSpeed ZeRO over DP.
+/// Megatron-DeepSpeed options: Megatron model parallelism with DeepSpeed ZeRO over DP;
+/// the same `zero_optimization` options as `deepspeed` (with pipeline parallelism, ZeRO
+/// stage 0 or 1).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct MegatronDeepspeedOptions {
-    /// 0-3 (with pipeline parallelism at most 1). Default 1.
-    #[serde(default)]
-    pub zero_stage: u8,
-    #[serde(default)]
-    pub offload_optimizer: Offload,
-    #[serde(default)]
-    pub offload_param: Offload,
-}
+#[serde(transparent)]
+pub struct MegatronDeepspeedOptions(pub ZeroOptions);
 
 /// The `engine` section, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -791,27 +693,10 @@ impl Default for Engine {
     }
 }
 
-impl Engine {
-    /// The `type` tag.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Engine::Ddp(_) => "ddp",
-            Engine::Deepspeed(_) => "deepspeed",
-            Engine::Fsdp(_) => "fsdp",
-            Engine::Megatron(_) => "megatron",
-            Engine::MegatronDeepspeed(_) => "megatron_deepspeed",
-        }
-    }
-}
-
-fn gpus_per_node() -> u64 {
-    8
-}
-
 /// The `hardware` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Hardware {
     /// GPUs in the job. Default: the product of the parallel sizes, else 1.
     #[serde(
@@ -822,7 +707,7 @@ pub struct Hardware {
     pub num_gpus: Option<u64>,
     /// A GPU preset id (`h100-80gb`, `a100-80gb`, ...). Default `h100-80gb` unless
     /// `gpu_memory_gb` is given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
     /// Memory per GPU: a number of GB (10^9 bytes) or a string with a unit ("80GB",
     /// "80GiB"). Overrides the preset's capacity.
@@ -833,7 +718,7 @@ pub struct Hardware {
     )]
     pub gpu_memory_gb: Option<GbInput>,
     /// GPUs per node (NCCL topology, FSDP hybrid shard group). Default 8.
-    #[serde(default = "gpus_per_node", deserialize_with = "units::de_count")]
+    #[serde(deserialize_with = "units::de_count")]
     pub gpus_per_node: u64,
 }
 
@@ -857,22 +742,17 @@ fn ser_gb<S: Serializer>(v: &Option<GbInput>, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-fn reserve_default() -> f64 {
-    0.0
-}
-
 /// The `overheads` section: memory outside the tensors, reported apart from
 /// `peak_allocated_bytes` and included in `total_bytes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Overheads {
     /// CUDA context per GPU in MiB. Default: the GPU preset's measured value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cuda_context_mib: Option<f64>,
     /// Fraction of the peak allocation the caching allocator holds on top
     /// (reserved / allocated - 1; fragmentation and rounding). Default 0.0.
-    #[serde(default = "reserve_default")]
     pub allocator_reserve_fraction: f64,
 }
 
@@ -886,89 +766,8 @@ impl Default for Overheads {
 }
 
 impl Config {
-    /// Parses a config document from JSON text (schema 1, or the seed format, which is
-    /// migrated). Errors: invalid JSON (field `""`), type errors and unknown keys, each
-    /// naming the field path and the value.
-    pub fn from_json_str(text: &str) -> Result<Config, Vec<FieldError>> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| vec![FieldError::new("", "", format!("invalid JSON: {e}"))])?;
-        Config::from_value(v)
-    }
-
-    /// Parses a config document already read as JSON; see [`Config::from_json_str`].
-    pub fn from_value(v: Value) -> Result<Config, Vec<FieldError>> {
-        let Value::Object(map) = &v else {
-            return Err(vec![FieldError::new(
-                "",
-                short(&v),
-                "a config must be a JSON object",
-            )]);
-        };
-        match map.get("schema_version") {
-            None if crate::seed::looks_like_seed(map) => return crate::seed::migrate(map),
-            None => {}
-            Some(Value::Number(n)) if n.as_u64() == Some(SCHEMA_VERSION as u64) => {}
-            Some(Value::Number(n)) if n.as_u64() == Some(0) => return crate::seed::migrate(map),
-            Some(x) => {
-                return Err(vec![FieldError::new(
-                    "schema_version",
-                    short(x),
-                    format!("this build reads schema_version 0 (seed format) or {SCHEMA_VERSION}"),
-                )]);
-            }
-        }
-        from_value_typed(&v)
-    }
-
     /// The document as pretty JSON (always `schema_version: 1`).
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-}
-
-/// Deserializes a schema-1 document, turning the first serde error into a [`FieldError`]
-/// with the field path and the offending value.
-pub(crate) fn from_value_typed(v: &Value) -> Result<Config, Vec<FieldError>> {
-    serde_path_to_error::deserialize::<_, Config>(v).map_err(|e| {
-        let path = e.path().to_string();
-        let mut path = if path == "." { String::new() } else { path };
-        let msg = e.inner().to_string();
-        // Internally tagged sections (`engine`) are buffered, so serde reports their unknown
-        // keys at the section: point at the key itself.
-        if let Some(key) = msg
-            .strip_prefix("unknown field `")
-            .and_then(|r| r.split('`').next())
-        {
-            let ends_with_key = path == key || path.ends_with(&format!(".{key}"));
-            if !ends_with_key && lookup(v, &format!("{path}.{key}")).is_some() {
-                path = format!("{path}.{key}");
-            }
-        }
-        // serde reports an unknown key at the path of the key itself.
-        let value = lookup(v, &path).map(short).unwrap_or_default();
-        vec![FieldError::new(path, value, tidy(&msg))]
-    })
-}
-
-/// Finds the value at a dotted path (`training.seq_len`).
-fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    if path.is_empty() {
-        return None;
-    }
-    let mut cur = v;
-    for seg in path.split('.') {
-        cur = cur.get(seg)?;
-    }
-    Some(cur)
-}
-
-/// Makes serde's messages read as "what is allowed".
-fn tidy(msg: &str) -> String {
-    let m = msg
-        .replace("unknown variant", "unknown value")
-        .replace("unknown field", "unknown key");
-    match m.split_once(" at line ") {
-        Some((a, _)) => a.to_string(),
-        None => m,
     }
 }

@@ -1,7 +1,18 @@
 //! Field errors: the one error type that crosses the API boundary for bad input.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::fmt;
+
+/// A short rendering of a JSON value for error messages (at most 60 characters).
+pub(crate) fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}...", s.chars().take(57).collect::<String>())
+    } else {
+        s
+    }
+}
 
 /// A rejected input field.
 ///

@@ -2,9 +2,9 @@
 //! fragment of a `deepspeed` / `megatron_deepspeed` run, and the per-GPU-preset fit table
 //! ("which GPUs fit"). Pure functions; the web app and the CLI only display them.
 
-use crate::config::{Engine, Offload, Precision};
+use crate::config::{Engine, MegatronDeepspeedOptions, Offload, Precision};
 use crate::error::FieldError;
-use crate::estimate::estimate;
+use crate::estimate;
 use crate::resolve::resolve;
 use crate::{Config, presets};
 use serde::{Deserialize, Serialize};
@@ -41,52 +41,39 @@ fn zero_stage(zero: &mut Map<String, Value>, stage: u8, optimizer: Offload, para
 pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
     let r = resolve(config)?;
     let t = &config.training;
-    let mut zero = Map::new();
-    match &config.engine {
-        Engine::Deepspeed(z) => {
-            zero_stage(
-                &mut zero,
-                z.zero_stage,
-                z.offload_optimizer,
-                z.offload_param,
-            );
-            zero.insert("reduce_bucket_size".into(), json!(z.reduce_bucket_size));
-            zero.insert("overlap_comm".into(), json!(z.overlap_comm));
-            if z.zero_stage == 3 {
-                zero.insert(
-                    "stage3_prefetch_bucket_size".into(),
-                    json!(z.stage3_prefetch_bucket_size),
-                );
-                zero.insert(
-                    "stage3_max_live_parameters".into(),
-                    json!(z.stage3_max_live_parameters),
-                );
-                zero.insert(
-                    "stage3_param_persistence_threshold".into(),
-                    json!(z.stage3_param_persistence_threshold),
-                );
-                zero.insert("sub_group_size".into(), json!(z.sub_group_size));
-            }
-        }
-        Engine::MegatronDeepspeed(z) => {
-            zero_stage(
-                &mut zero,
-                z.zero_stage,
-                z.offload_optimizer,
-                z.offload_param,
-            );
-        }
+    let z = match &config.engine {
+        Engine::Deepspeed(z) | Engine::MegatronDeepspeed(MegatronDeepspeedOptions(z)) => z,
         other => {
-            let name = serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_string))
-                .unwrap_or_default();
             return Err(vec![FieldError::new(
                 "engine.type",
-                name,
+                other.kind(),
                 "a ds_config.json exists only for the deepspeed and megatron_deepspeed engines",
             )]);
         }
+    };
+    let mut zero = Map::new();
+    zero_stage(
+        &mut zero,
+        z.zero_stage,
+        z.offload_optimizer,
+        z.offload_param,
+    );
+    zero.insert("reduce_bucket_size".into(), json!(z.reduce_bucket_size));
+    zero.insert("overlap_comm".into(), json!(z.overlap_comm));
+    if z.zero_stage == 3 {
+        zero.insert(
+            "stage3_prefetch_bucket_size".into(),
+            json!(z.stage3_prefetch_bucket_size),
+        );
+        zero.insert(
+            "stage3_max_live_parameters".into(),
+            json!(z.stage3_max_live_parameters),
+        );
+        zero.insert(
+            "stage3_param_persistence_threshold".into(),
+            json!(z.stage3_param_persistence_threshold),
+        );
+        zero.insert("sub_group_size".into(), json!(z.sub_group_size));
     }
     let dp = r.layout.data_parallel_size;
     let mut ds = Map::new();
@@ -115,15 +102,7 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
         Precision::Fp32 => {}
     }
     ds.insert("zero_optimization".into(), Value::Object(zero));
-    let opt = match t.optimizer.name() {
-        "adamw" => Some("AdamW"),
-        "adam" => Some("Adam"),
-        "adagrad" => Some("Adagrad"),
-        "lamb" => Some("Lamb"),
-        "lion" => Some("Lion"),
-        _ => None,
-    };
-    if let Some(o) = opt {
+    if let Some(o) = t.optimizer.info().deepspeed_name {
         ds.insert("optimizer".into(), json!({"type": o}));
     }
     if t.activation_checkpointing != crate::config::Recompute::None {

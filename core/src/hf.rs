@@ -11,7 +11,7 @@
 //! `text_config` (or the top level for Qwen2.5-VL) and count the vision tower and
 //! projector separately ([`VisionTower`]).
 
-use crate::error::FieldError;
+use crate::error::{FieldError, short};
 use crate::limits;
 use crate::model::{Mla, MlpKind, ModelArch, Moe, NormKind, VisionTower};
 use serde_json::{Map, Value};
@@ -382,16 +382,6 @@ fn finish(
         Some(a) if errors.is_empty() => Ok(a),
         _ if !errors.is_empty() => Err(errors),
         _ => Err(vec![FieldError::new("", "", "could not read the model")]),
-    }
-}
-
-/// A short rendering of a JSON value for error messages.
-pub(crate) fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 60 {
-        format!("{}...", s.chars().take(57).collect::<String>())
-    } else {
-        s
     }
 }
 

@@ -19,34 +19,60 @@
 //! ```
 //!
 //! Where each formula lives: `precision` (bytes per parameter by regime), `optimizer`
-//! (state bytes by optimizer), `activations` (saved tensors per layer), `estimate`
-//! (sharding by engine, phases, overheads), `model` (parameter inventory), `hf`
-//! (config.json parser).
+//! (state bytes by optimizer), `engines` (sharding, gathering and buffers by engine),
+//! `activations` (saved tensors per layer), `loss`, `training` (the phases of a step),
+//! `weights` (storage formats), `inference` (KV cache, prefill), `serving` (vLLM),
+//! `report` (overheads and the [`Estimate`]), `model` (parameter inventory), `hf`
+//! (config.json parser). Every number is a [`term::Term`]: its bytes, its formula with the
+//! numbers substituted, and its source, from one expression.
 
 pub mod accuracy;
 pub mod activations;
 pub mod config;
+pub mod engines;
 pub mod error;
-pub mod estimate;
 pub mod export;
 pub mod hf;
 pub mod inference;
 pub mod limits;
+pub mod load;
 pub mod lora;
+pub mod loss;
 pub mod model;
 pub mod optimizer;
+pub(crate) mod placement;
 pub mod precision;
 pub mod presets;
+pub mod report;
 pub mod resolve;
 pub mod seed;
+pub mod serving;
 pub mod solve;
+pub mod term;
+pub mod training;
 pub mod units;
+pub mod weights;
 
-pub use config::{Config, SCHEMA_VERSION};
+pub use config::{Config, Mode, SCHEMA_VERSION};
 pub use error::FieldError;
-pub use estimate::{Estimate, estimate};
 pub use hf::{parse_hf_config, parse_hf_config_str};
 pub use model::{ModelArch, ParamCounts};
+pub use report::{
+    COMPONENTS, ComponentDetail, Estimate, OVERHEADS, PhaseEstimate, PhaseName, ServingEstimate,
+    StageEstimate,
+};
+
+/// Estimates memory per GPU for a config: training (full, or LoRA fine-tuning) or inference
+/// (transformers `generate`, vLLM serving).
+///
+/// Errors: every invalid field, as [`FieldError`]s (see [`resolve::resolve`]).
+pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
+    let r = resolve::resolve(config)?;
+    Ok(match config.effective_mode() {
+        Mode::Training => training::estimate_training(&r),
+        Mode::Inference => inference::estimate_inference(&r),
+    })
+}
 
 /// Parses and validates a config document without estimating.
 /// Errors: every field error (see [`resolve::resolve`]).

@@ -218,17 +218,6 @@ impl Shape {
             Shape::Embedding { rows, cols } => rows * cols,
         }
     }
-    /// Elements of the matrix part only (what weight quantization applies to).
-    pub fn matrix_numel(&self) -> u64 {
-        match *self {
-            Shape::Linear {
-                in_features,
-                out_features,
-                ..
-            } => in_features * out_features,
-            _ => 0,
-        }
-    }
 }
 
 /// One group of identical parameter tensors of one decoder layer (or of the model).
@@ -270,41 +259,51 @@ impl ParamGroup {
     pub fn numel(&self) -> u64 {
         self.shape.numel() * self.copies
     }
-    /// Elements of one copy held by one of `tp` tensor-parallel ranks. A row-parallel bias
-    /// and replicated groups are held whole. Sizes not divisible by `tp` round up (the
-    /// largest shard), matching Megatron's divisibility requirement where it applies.
-    pub fn numel_per_tp_rank(&self, tp: u64) -> u64 {
-        let tp = tp.max(1);
-        let split = |n: u64| n.div_ceil(tp);
-        match (self.tp, self.shape) {
-            (TpSplit::Replicated, s) => s.numel(),
-            (
-                TpSplit::Column,
-                Shape::Linear {
-                    in_features,
-                    out_features,
-                    bias,
-                },
-            ) => split(out_features) * (in_features + bias as u64),
-            (
-                TpSplit::Row,
-                Shape::Linear {
-                    in_features,
-                    out_features,
-                    bias,
-                },
-            ) => split(in_features) * out_features + if bias { out_features } else { 0 },
-            (TpSplit::Vocab, Shape::Embedding { rows, cols }) => split(rows) * cols,
-            (
-                TpSplit::Vocab,
-                Shape::Linear {
-                    in_features,
-                    out_features,
-                    bias,
-                },
-            ) => split(out_features) * (in_features + bias as u64),
-            (_, s) => split(s.numel()),
+    /// Element shapes `(rows, cols)` of one copy of the group on one of `tp`
+    /// tensor-parallel ranks: the weight first, then its bias (a vector is `(n, 1)`). A
+    /// column-parallel (or vocabulary-parallel) linear splits its output rows, bias
+    /// included; a row-parallel linear splits its input columns and keeps its bias whole;
+    /// a vocabulary-parallel embedding splits its rows; everything else is held whole.
+    /// Sizes not divisible by `tp` round up (the largest shard; Shoeybi et al. 2019, Sec. 3).
+    /// This is the one tensor-parallel split of the model.
+    pub fn rank_shapes(&self, tp: u64) -> Vec<(u64, u64)> {
+        let split = |n: u64| n.div_ceil(tp.max(1));
+        match self.shape {
+            Shape::Linear {
+                in_features,
+                out_features,
+                bias,
+            } => {
+                let (rows, cols, bias_rows) = match self.tp {
+                    TpSplit::Column | TpSplit::Vocab => {
+                        (split(out_features), in_features, split(out_features))
+                    }
+                    TpSplit::Row => (out_features, split(in_features), out_features),
+                    TpSplit::Replicated => (out_features, in_features, out_features),
+                };
+                let mut v = vec![(rows, cols)];
+                if bias {
+                    v.push((bias_rows, 1));
+                }
+                v
+            }
+            Shape::Norm { size, bias } => vec![(size, 1); if bias { 2 } else { 1 }],
+            Shape::Embedding { rows, cols } if self.tp == TpSplit::Vocab => {
+                vec![(split(rows), cols)]
+            }
+            Shape::Embedding { rows, cols } => vec![(rows, cols)],
         }
+    }
+
+    /// `true` for the groups a quantized checkpoint quantizes (GPTQ, AWQ, bitsandbytes,
+    /// compressed-tensors): linear layers of the decoder blocks, not routers, embeddings or
+    /// the LM head.
+    pub fn is_quantized(&self) -> bool {
+        matches!(self.shape, Shape::Linear { .. })
+            && matches!(
+                self.part,
+                Part::Attention | Part::Mlp | Part::Experts | Part::SharedExperts
+            )
     }
 }
 
@@ -971,11 +970,34 @@ mod tests {
     }
 
     #[test]
-    fn tp_split() {
+    fn rank_shapes_split_as_megatron() {
+        // row-parallel: weight 4096 x 4096/4, bias whole
         let g = ParamGroup::linear("o_proj", Part::Attention, 4096, 4096, true, TpSplit::Row);
-        // row-parallel: weight 4096/4 x 4096, bias whole
-        assert_eq!(g.numel_per_tp_rank(4), 1024 * 4096 + 4096);
+        assert_eq!(g.rank_shapes(4), vec![(4096, 1024), (4096, 1)]);
+        // column-parallel: rows and bias split
         let g = ParamGroup::linear("q_proj", Part::Attention, 4096, 4096, true, TpSplit::Column);
-        assert_eq!(g.numel_per_tp_rank(4), 1024 * 4097);
+        assert_eq!(g.rank_shapes(4), vec![(1024, 4096), (1024, 1)]);
+        // 32000-row vocabulary over 3 ranks: the largest shard, 10667 rows
+        let g = ParamGroup::new(
+            "embed_tokens",
+            Part::Embeddings,
+            Shape::Embedding {
+                rows: 32000,
+                cols: 4096,
+            },
+            TpSplit::Vocab,
+        );
+        assert_eq!(g.rank_shapes(3), vec![(10667, 4096)]);
+        // a LayerNorm keeps weight and bias whole
+        let g = ParamGroup::new(
+            "ln",
+            Part::Norms,
+            Shape::Norm {
+                size: 4096,
+                bias: true,
+            },
+            TpSplit::Replicated,
+        );
+        assert_eq!(g.rank_shapes(8), vec![(4096, 1), (4096, 1)]);
     }
 }

@@ -7,7 +7,25 @@
 //! the row fixes a quantized width. Adafactor's factored second moment is computed from the
 //! real matrix shapes by the caller ([`StateLayout::Factored`]).
 
+use crate::term::{Expr, bytes, n};
 use serde::{Deserialize, Serialize};
+
+/// Which implementation of a PyTorch optimizer runs the step (`torch.optim` `foreach=` /
+/// `fused=`). DeepSpeed and Megatron use their own fused Adam/LAMB kernels regardless.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerImpl {
+    /// Multi-tensor `_foreach_*` ops over all parameters at once: PyTorch's default on CUDA.
+    /// Allocates the optimizer's temporaries for every parameter at once.
+    #[default]
+    Foreach,
+    /// One fused kernel (`fused=True`; HF Trainer `adamw_torch_fused`, its default with
+    /// torch >= 2.8): no temporaries.
+    Fused,
+    /// One parameter at a time (`foreach=False`): temporaries of the largest tensor only.
+    ForLoop,
+}
 
 /// The `training.optimizer` value: a row of [`OPTIMIZERS`], written in JSON by its name
 /// (`"adamw"`). Unknown names are rejected with the list of known ones.
@@ -100,6 +118,11 @@ pub struct OptimizerInfo {
     /// The per-parameter loop upcasts a half-precision gradient and parameter to fp32
     /// working copies first (2 x 4 B per element more).
     pub loop_upcasts_half: bool,
+    /// bitsandbytes paged optimizer: states in CUDA unified memory (`cudaMallocManaged`),
+    /// outside PyTorch's allocator.
+    pub paged: bool,
+    /// DeepSpeed's `optimizer.type` for it, when DeepSpeed names it.
+    pub deepspeed_name: Option<&'static str>,
 }
 
 const fn row(
@@ -119,6 +142,8 @@ const fn row(
         source,
         loop_fp32_temporaries: 0,
         loop_upcasts_half: false,
+        paged: false,
+        deepspeed_name: None,
     }
 }
 
@@ -127,6 +152,16 @@ impl OptimizerInfo {
     const fn looped(mut self, fp32_temporaries: u32, upcasts_half: bool) -> Self {
         self.loop_fp32_temporaries = fp32_temporaries;
         self.loop_upcasts_half = upcasts_half;
+        self
+    }
+    /// Marks a bitsandbytes paged optimizer (see [`OptimizerInfo::paged`]).
+    const fn paged(mut self) -> Self {
+        self.paged = true;
+        self
+    }
+    /// DeepSpeed's `optimizer.type` (deepspeed/runtime/config.py optimizer names).
+    const fn deepspeed(mut self, name: &'static str) -> Self {
+        self.deepspeed_name = Some(name);
         self
     }
 }
@@ -139,22 +174,22 @@ pub const OPTIMIZERS: &[OptimizerInfo] = &[
     row("sgd", "SGD", Full(0), 0, true, "torch.optim.SGD, momentum=0: no state"),
     row("sgd_momentum", "SGD + momentum", Full(1), 0, true, "torch.optim.SGD(momentum>0): momentum_buffer"),
     row("nesterov", "SGD Nesterov", Full(1), 1, true, "torch.optim.SGD(nesterov=True): momentum_buffer; foreach adds grads + momentum x buf into a new list"),
-    row("adagrad", "Adagrad", Full(1), 1, false, "torch.optim.Adagrad: sum; foreach std = sqrt(sum) + eps"),
+    row("adagrad", "Adagrad", Full(1), 1, false, "torch.optim.Adagrad: sum; foreach std = sqrt(sum) + eps").deepspeed("Adagrad"),
     row("rmsprop", "RMSprop", Full(1), 1, false, "torch.optim.RMSprop: square_avg (momentum_buffer / grad_avg only if enabled); foreach avg = sqrt(square_avg)"),
-    row("adam", "Adam", Full(2), 1, true, "torch.optim.Adam: exp_avg, exp_avg_sq (Kingma & Ba 2015); foreach exp_avg_sq_sqrt"),
-    row("adamw", "AdamW", Full(2), 1, true, "torch.optim.AdamW: exp_avg, exp_avg_sq (Loshchilov & Hutter 2019); foreach exp_avg_sq_sqrt"),
+    row("adam", "Adam", Full(2), 1, true, "torch.optim.Adam: exp_avg, exp_avg_sq (Kingma & Ba 2015); foreach exp_avg_sq_sqrt").deepspeed("Adam"),
+    row("adamw", "AdamW", Full(2), 1, true, "torch.optim.AdamW: exp_avg, exp_avg_sq (Loshchilov & Hutter 2019); foreach exp_avg_sq_sqrt").deepspeed("AdamW"),
     row("amsgrad", "AMSGrad", Full(3), 1, false, "torch.optim.AdamW(amsgrad=True): exp_avg, exp_avg_sq, max_exp_avg_sq"),
     row("nadam", "NAdam", Full(2), 2, false, "torch.optim.NAdam: exp_avg, exp_avg_sq (+ scalar mu_product); foreach exp_avg_sq_sqrt and a grad copy"),
     row("radam", "RAdam", Full(2), 1, false, "torch.optim.RAdam: exp_avg, exp_avg_sq"),
     row("adamax", "Adamax", Full(2), 1, false, "torch.optim.Adamax: exp_avg, exp_inf"),
     row("adadelta", "Adadelta", Full(2), 2, false, "torch.optim.Adadelta: square_avg, acc_delta"),
     row("adabelief", "AdaBelief", Full(2), 1, false, "AdaBelief (Zhuang et al. 2020, adabelief-pytorch): exp_avg, exp_avg_var"),
-    row("lamb", "LAMB", Full(2), 1, true, "LAMB (You et al. 2020; apex FusedLAMB): exp_avg, exp_avg_sq"),
-    row("lion", "Lion", Full(1), 1, false, "Lion (Chen et al. 2023, lion-pytorch): exp_avg"),
+    row("lamb", "LAMB", Full(2), 1, true, "LAMB (You et al. 2020; apex FusedLAMB): exp_avg, exp_avg_sq").deepspeed("Lamb"),
+    row("lion", "Lion", Full(1), 1, false, "Lion (Chen et al. 2023, lion-pytorch): exp_avg").deepspeed("Lion"),
     row("adafactor", "Adafactor", Factored { momentum: 0 }, 0, false, "Adafactor (Shazeer & Stern 2018; transformers.optimization.Adafactor, beta1=None): exp_avg_sq_row + exp_avg_sq_col per matrix, exp_avg_sq per vector; steps each parameter in a Python loop: grad.float() and p.float() for half tensors, then `update = grad**2 + eps` and `_approx_sq_grad` (2 fp32 tensors alive)").looped(2, true),
     row("sophia", "Sophia", Full(2), 1, false, "Sophia (Liu et al. 2023, SophiaG): exp_avg, hessian"),
     row("adamw_8bit", "AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes AdamW8bit: two 8-bit states, blockwise absmax (fp32) per 256 elements; tensors < 4096 elements keep fp32 states (min_8bit_size)"),
-    row("paged_adamw_8bit", "Paged AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes PagedAdamW8bit: as AdamW8bit, in CUDA unified (pageable) memory"),
+    row("paged_adamw_8bit", "Paged AdamW 8-bit (bitsandbytes)", Quantized { states: 2, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes PagedAdamW8bit: as AdamW8bit, in CUDA unified (pageable) memory").paged(),
     row("adamw_4bit", "AdamW 4-bit (torchao)", Quantized { states: 2, bits: 4, block: 128, min_numel: 4096 }, 0, false, "torchao AdamW4bit: two 4-bit states, one scale per 128 elements; small tensors in fp32"),
     row("lion_8bit", "Lion 8-bit (bitsandbytes)", Quantized { states: 1, bits: 8, block: 256, min_numel: 4096 }, 0, false, "bitsandbytes Lion8bit: one 8-bit state, blockwise absmax per 256"),
 ];
@@ -207,6 +242,124 @@ pub fn state_bytes_for_tensor(layout: StateLayout, rows: u64, cols: u64, state_b
             (second + momentum as u64 * n) * state_bytes
         }
     }
+}
+
+/// Optimizer-state elements of a set of parameter tensors, counted tensor by tensor as
+/// the [`StateLayout`] sizes them, so that the sum renders as one formula:
+/// [`StateCount::expr`] equals the sum of [`state_bytes_for_tensor`] over the tensors.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StateCount {
+    /// Elements of every tensor.
+    pub numel: u64,
+    /// Quantized layouts: elements of the tensors under `min_numel` (32-bit states).
+    pub small: u64,
+    /// Quantized layouts: bytes of one packed state over the other tensors
+    /// (sum of `ceil(numel x bits / 8)`).
+    pub packed: u64,
+    /// Quantized layouts: scale blocks of one state (sum of `ceil(numel / block)`).
+    pub blocks: u64,
+    /// Factored layouts: second-moment elements (`rows + cols` per matrix, `numel` per vector).
+    pub second: u64,
+}
+
+impl StateCount {
+    /// Adds `times` tensors of `rows x cols` elements.
+    pub fn add(&mut self, layout: StateLayout, rows: u64, cols: u64, times: u64) {
+        let numel = rows * cols;
+        self.numel += numel * times;
+        match layout {
+            Full(_) => {}
+            Quantized {
+                bits,
+                block,
+                min_numel,
+                ..
+            } => {
+                if numel < min_numel {
+                    self.small += numel * times;
+                } else {
+                    self.packed += (numel * bits as u64).div_ceil(8) * times;
+                    self.blocks += numel.div_ceil(block) * times;
+                }
+            }
+            Factored { .. } => {
+                let second = if cols > 1 && rows > 1 {
+                    rows + cols
+                } else {
+                    numel
+                };
+                self.second += second * times;
+            }
+        }
+    }
+    /// Adds another count.
+    pub fn plus(mut self, o: StateCount) -> StateCount {
+        self.numel += o.numel;
+        self.small += o.small;
+        self.packed += o.packed;
+        self.blocks += o.blocks;
+        self.second += o.second;
+        self
+    }
+    /// The state bytes, full states being `state_bytes` per element (source: the layout's
+    /// row in [`OPTIMIZERS`]).
+    pub fn expr(&self, layout: StateLayout, state_bytes: u64) -> Expr {
+        match layout {
+            Full(k) => n(k as u64, "states") * bytes(state_bytes) * n(self.numel, "params"),
+            Quantized { states, .. } => {
+                n(states as u64, "states")
+                    * Expr::sum([
+                        bytes(4) * n(self.small, "params of small tensors"),
+                        n(self.packed, "B packed"),
+                        bytes(4) * n(self.blocks, "absmax blocks"),
+                    ])
+                    .label("")
+            }
+            Factored { momentum } => {
+                bytes(state_bytes)
+                    * Expr::sum([
+                        n(self.second, "factored second-moment elements"),
+                        n(momentum as u64, "momentum states") * n(self.numel, "params"),
+                    ])
+                    .label("")
+            }
+        }
+    }
+}
+
+/// The step's temporaries for `params` parameter elements, the largest tensor having
+/// `largest` (PyTorch optimizers allocate their temporaries for all parameters at once in
+/// the multi-tensor `foreach` implementation, its CUDA default; none when `fused`; one
+/// tensor's worth in the for-loop implementation). Per-parameter-loop optimizers (HF
+/// Adafactor) add their fp32 work on the largest tensor, and fp32 copies of a half one.
+pub fn step_temporaries(
+    info: &OptimizerInfo,
+    imp: OptimizerImpl,
+    state_bytes: u64,
+    weight_bytes: u64,
+    params: u64,
+    largest: u64,
+) -> Expr {
+    let span = match imp {
+        OptimizerImpl::Foreach => n(params, "params"),
+        OptimizerImpl::Fused => Expr::zero(),
+        OptimizerImpl::ForLoop => Expr::min(vec![
+            n(params, "params"),
+            n(largest, "params of the largest tensor"),
+        ]),
+    };
+    let upcast = if info.loop_upcasts_half && weight_bytes < 4 {
+        8
+    } else {
+        0
+    };
+    let looped = info.loop_fp32_temporaries as u64 * 4 + upcast;
+    n(info.foreach_temporaries as u64, "temporaries") * bytes(state_bytes) * span
+        + bytes(looped)
+            * Expr::min(vec![
+                n(params, "params"),
+                n(largest, "params of the largest tensor"),
+            ])
 }
 
 #[cfg(test)]

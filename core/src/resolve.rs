@@ -2,9 +2,11 @@
 //! the model architecture parsed and the parallel layout checked. Every rejection is a
 //! [`FieldError`] naming the field, the value and what is allowed.
 
-use crate::config::{Config, Engine, Offload, ShardingStrategy};
-use crate::error::{Errors, FieldError};
-use crate::hf::{self, short};
+use crate::activations::ModelCode;
+use crate::config::{Config, Mode};
+use crate::engines::Sizes;
+use crate::error::{Errors, FieldError, short};
+use crate::hf;
 use crate::limits;
 use crate::model::{ModelArch, ParamCounts};
 use crate::precision::{self, Framework, StateBytes};
@@ -44,6 +46,28 @@ pub struct Layout {
     pub gpus_per_node: u64,
     /// Decoder layers on each pipeline stage, first to last.
     pub stage_layers: StageLayers,
+}
+
+impl Layout {
+    /// The ranks that hold the same weights and over which ZeRO, FSDP and the distributed
+    /// optimizer shard: the data-parallel group times the context-parallel group (Megatron
+    /// `data_parallel_group_with_cp`, DeepSpeed-Ulysses' sequence-data-parallel group,
+    /// torchtitan's `dp_shard_cp` mesh).
+    pub fn shard_group(&self) -> u64 {
+        self.data_parallel_size * self.context_parallel_size
+    }
+    /// The shard group of routed experts: the shard group divided over expert parallelism.
+    pub fn expert_shard_group(&self) -> u64 {
+        (self.shard_group() / self.expert_parallel_size).max(1)
+    }
+    /// Nodes in the job.
+    pub fn nodes(&self) -> u64 {
+        self.num_gpus.div_ceil(self.gpus_per_node).max(1)
+    }
+    /// GPUs on one (full) node.
+    pub fn gpus_on_node(&self) -> u64 {
+        self.num_gpus.min(self.gpus_per_node)
+    }
 }
 
 /// How the decoder layers are split over the pipeline stages.
@@ -88,7 +112,7 @@ pub struct Resolved {
     pub framework: Framework,
     /// The model code: Megatron's (Megatron-LM and Megatron-DeepSpeed) or Hugging Face's;
     /// decides the activation and loss model, while `framework` decides the model states.
-    pub model_code: Framework,
+    pub model_code: ModelCode,
     pub bytes: StateBytes,
     pub gpu: GpuSpec,
     pub warnings: Vec<String>,
@@ -389,125 +413,63 @@ fn split_layers(
     }
 }
 
-/// Checks the training engine against the layout; returns its framework and ZeRO stage.
-fn training_engine(
-    config: &Config,
-    e: &mut Errors,
-    layout: Option<&Layout>,
-    sizes: (u64, u64, u64, u64),
-) -> (Framework, u8) {
-    let (tp, pp, cp, ep) = sizes;
-    match &config.engine {
-        Engine::Ddp(d) => {
-            if !(d.bucket_cap_mb.is_finite() && d.bucket_cap_mb > 0.0 && d.bucket_cap_mb <= 65536.0)
-            {
-                e.add(
-                    "engine.bucket_cap_mb",
-                    d.bucket_cap_mb,
-                    "must be a number from 0 to 65536 (MiB)",
-                );
+/// Checks the training engine against the layout: the parallel dimensions it models and
+/// its own options ([`crate::engines::EngineModel::validate`]).
+fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes: Sizes) {
+    let engine = config.engine.model();
+    let par = engine.parallelism();
+    let kind = engine.kind();
+    let p = &config.parallelism;
+    if par == crate::engines::Parallelism::DATA_ONLY {
+        for (f, v) in [
+            ("parallelism.tensor_parallel_size", sizes.tp),
+            ("parallelism.pipeline_parallel_size", sizes.pp),
+            ("parallelism.context_parallel_size", sizes.cp),
+            ("parallelism.expert_parallel_size", sizes.ep),
+        ] {
+            if v > 1 {
+                e.add(f, v, format!("engine {kind} is data parallel only; use megatron, megatron_deepspeed or fsdp for model parallelism"));
             }
-            for (f, v) in [
-                ("parallelism.tensor_parallel_size", tp),
-                ("parallelism.pipeline_parallel_size", pp),
-                ("parallelism.context_parallel_size", cp),
-                ("parallelism.expert_parallel_size", ep),
-            ] {
-                if v > 1 {
-                    e.add(f, v, "engine ddp is data parallel only; use megatron, megatron_deepspeed or fsdp for model parallelism");
-                }
-            }
-            (Framework::Torch, 0)
-        }
-        Engine::Deepspeed(z) => {
-            if z.zero_stage > 3 {
-                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
-            }
-            if z.zero_stage == 3 && tp > 1 {
-                e.add(
-                    "parallelism.tensor_parallel_size",
-                    tp,
-                    "ZeRO-3 with tensor parallelism is not supported by plain DeepSpeed; use megatron_deepspeed or ZeRO 0-2 (AutoTP)",
-                );
-            }
-            if pp > 1 && z.zero_stage > 1 {
-                e.add(
-                    "engine.zero_stage",
-                    z.zero_stage,
-                    "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
-                );
-            }
-            if z.offload_param != Offload::None && z.zero_stage != 3 {
-                e.add(
-                    "engine.offload_param",
-                    format!("{:?}", z.offload_param).to_lowercase(),
-                    "parameter offload needs zero_stage 3",
-                );
-            }
-            if z.offload_optimizer != Offload::None && z.zero_stage == 0 {
-                e.add(
-                    "engine.offload_optimizer",
-                    format!("{:?}", z.offload_optimizer).to_lowercase(),
-                    "optimizer offload needs zero_stage 1, 2 or 3",
-                );
-            }
-            for (f, v) in [
-                ("engine.reduce_bucket_size", z.reduce_bucket_size),
-                (
-                    "engine.stage3_prefetch_bucket_size",
-                    z.stage3_prefetch_bucket_size,
-                ),
-                (
-                    "engine.stage3_max_live_parameters",
-                    z.stage3_max_live_parameters,
-                ),
-            ] {
-                e.range(f, v, 1, limits::MAX_PARAMS);
-            }
-            (Framework::DeepSpeed, z.zero_stage)
-        }
-        Engine::Fsdp(f) => {
-            if let Some(g) = f.hybrid_shard_group_size {
-                if f.sharding_strategy != ShardingStrategy::HybridShard {
-                    e.add(
-                        "engine.hybrid_shard_group_size",
-                        g,
-                        "only applies to sharding_strategy HYBRID_SHARD",
-                    );
-                } else if let Some(l) = layout
-                    && (g == 0 || l.data_parallel_size % g != 0)
-                {
-                    e.add(
-                        "engine.hybrid_shard_group_size",
-                        g,
-                        format!("must divide data_parallel_size ({})", l.data_parallel_size),
-                    );
-                }
-            }
-            (Framework::Torch, 0)
-        }
-        Engine::Megatron(_) => (Framework::Megatron, 0),
-        Engine::MegatronDeepspeed(z) => {
-            if z.zero_stage > 3 {
-                e.add("engine.zero_stage", z.zero_stage, "must be 0, 1, 2 or 3");
-            }
-            if pp > 1 && z.zero_stage > 1 {
-                e.add(
-                    "engine.zero_stage",
-                    z.zero_stage,
-                    "Megatron-DeepSpeed supports ZeRO stage 0 or 1 with pipeline parallelism",
-                );
-            }
-            if z.offload_param != Offload::None && z.zero_stage != 3 {
-                e.add(
-                    "engine.offload_param",
-                    format!("{:?}", z.offload_param).to_lowercase(),
-                    "parameter offload needs zero_stage 3",
-                );
-            }
-            (Framework::DeepSpeed, z.zero_stage)
         }
     }
+    if p.sequence_parallel && !par.sequence {
+        e.add(
+            "parallelism.sequence_parallel",
+            "true",
+            format!("engine {kind} does not model Megatron sequence parallelism; use megatron or megatron_deepspeed"),
+        );
+    }
+    if let Some(v) = p
+        .virtual_pipeline_parallel_size
+        .filter(|v| *v > 1 && !par.virtual_pipeline)
+    {
+        e.add(
+            "parallelism.virtual_pipeline_parallel_size",
+            v,
+            format!("engine {kind} has no interleaved pipeline schedule"),
+        );
+    }
+    if !par.uneven_pipeline {
+        for (f, v) in [
+            (
+                "parallelism.first_pipeline_stage_layers",
+                p.first_pipeline_stage_layers,
+            ),
+            (
+                "parallelism.last_pipeline_stage_layers",
+                p.last_pipeline_stage_layers,
+            ),
+        ] {
+            if let Some(v) = v {
+                e.add(
+                    f,
+                    v,
+                    format!("engine {kind} splits the layers evenly over the pipeline stages"),
+                );
+            }
+        }
+    }
+    engine.validate(sizes, layout, e);
 }
 
 /// Checks the `inference` section.
@@ -562,10 +524,10 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
         let g = inf.group_size.max(1);
         let inv = a.inventory();
         for grp in inv.dense_layer.iter().chain(inv.moe_layer.iter()) {
-            if !crate::inference::is_quantized(grp.part, &grp.shape) {
+            if !grp.is_quantized() {
                 continue;
             }
-            let cols = crate::estimate::rank_tensors(grp, tp)[0].1;
+            let cols = grp.rank_shapes(tp)[0].1;
             if !cols.is_multiple_of(g) {
                 e.add(
                     "inference.group_size",
@@ -582,7 +544,7 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
 fn check_lora(
     lora: &crate::config::Lora,
     arch: Option<&ModelArch>,
-    engine: &Engine,
+    engine: &crate::config::Engine,
     e: &mut Errors,
 ) {
     e.range("training.lora.rank", lora.rank, 1, limits::MAX_HIDDEN);
@@ -596,7 +558,7 @@ fn check_lora(
     if !lora.alpha.is_finite() {
         e.add("training.lora.alpha", lora.alpha, "must be a number");
     }
-    if matches!(engine, Engine::Megatron(_) | Engine::MegatronDeepspeed(_)) {
+    if !engine.model().supports_lora() {
         e.add("training.lora", "{...}", "LoRA is modelled for the ddp, deepspeed and fsdp engines (PEFT on Hugging Face models)");
     }
     let Some(a) = arch else { return };
@@ -650,8 +612,64 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             None
         }
     };
+    check_training(config, &mut e);
+    let p = &config.parallelism;
+    let sizes = Sizes {
+        tp: p.tensor_parallel_size,
+        pp: p.pipeline_parallel_size,
+        cp: p.context_parallel_size,
+        ep: p.expert_parallel_size,
+    };
+    let mut layout = resolve_layout(config, sizes, &mut e, &mut warnings);
+    if let (Some(a), Some(l)) = (&arch, &mut layout) {
+        check_layout_for_model(config, a, l, sizes, &mut e, &mut warnings);
+    }
+    // engine (training only: inference runs the model without a training framework)
+    let inference = config.effective_mode() == Mode::Inference;
+    let (framework, zero_stage) = if inference {
+        check_inference(config, arch.as_ref(), sizes.tp, &mut e);
+        (Framework::Torch, 0)
+    } else {
+        check_engine(config, &mut e, layout.as_ref(), sizes);
+        if let Some(lora) = &config.training.lora {
+            check_lora(lora, arch.as_ref(), &config.engine, &mut e);
+        }
+        config.engine.model().precision()
+    };
+    let gpu = resolve_gpu(config, &mut e);
+    if !e.is_empty() {
+        return Err(e.0);
+    }
+    let (Some(arch), Some(layout), Some(gpu)) = (arch, layout, gpu) else {
+        return Err(vec![FieldError::new("", "", "invalid config")]);
+    };
+    let t = &config.training;
+    let bytes = precision::state_bytes(
+        t.precision,
+        framework,
+        t.accumulate_grads_in_fp32,
+        zero_stage,
+    );
+    let params = arch.param_counts();
+    Ok(Resolved {
+        config: config.clone(),
+        arch,
+        params,
+        layout,
+        framework,
+        model_code: if inference {
+            ModelCode::Transformers
+        } else {
+            config.engine.model().model_code()
+        },
+        bytes,
+        gpu,
+        warnings,
+    })
+}
 
-    // training
+/// Ranges of the `training` section.
+fn check_training(config: &Config, e: &mut Errors) {
     let t = &config.training;
     e.range(
         "training.micro_batch_size",
@@ -673,19 +691,24 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             "cannot be combined with gradient_accumulation_steps > 1 (the step runs inside backward)",
         );
     }
+}
 
-    // parallel layout
+/// The GPU count and the data-parallel size from the parallel sizes; `None` when a size is
+/// out of range. The layer split is filled in by [`check_layout_for_model`].
+fn resolve_layout(
+    config: &Config,
+    s: Sizes,
+    e: &mut Errors,
+    warnings: &mut Vec<String>,
+) -> Option<Layout> {
     let p = &config.parallelism;
     let hw = &config.hardware;
     let mut ok = true;
     for (f, v) in [
-        ("parallelism.tensor_parallel_size", p.tensor_parallel_size),
-        (
-            "parallelism.pipeline_parallel_size",
-            p.pipeline_parallel_size,
-        ),
-        ("parallelism.context_parallel_size", p.context_parallel_size),
-        ("parallelism.expert_parallel_size", p.expert_parallel_size),
+        ("parallelism.tensor_parallel_size", s.tp),
+        ("parallelism.pipeline_parallel_size", s.pp),
+        ("parallelism.context_parallel_size", s.cp),
+        ("parallelism.expert_parallel_size", s.ep),
     ] {
         ok &= e.range(f, v, 1, limits::MAX_GPUS);
     }
@@ -696,193 +719,191 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         ok &= e.range("hardware.num_gpus", n, 1, limits::MAX_GPUS);
     }
     ok &= e.range("hardware.gpus_per_node", hw.gpus_per_node, 1, 1024);
-    let (tp, pp, cp, ep) = (
-        p.tensor_parallel_size,
-        p.pipeline_parallel_size,
-        p.context_parallel_size,
-        p.expert_parallel_size,
-    );
-    let model_par = tp.saturating_mul(pp).saturating_mul(cp);
-    let mut layout = None;
-    if ok {
-        let (num_gpus, dp) = match (hw.num_gpus, p.data_parallel_size) {
-            (Some(n), Some(d)) => (n, d),
-            (Some(n), None) => {
-                if n % model_par != 0 {
-                    e.add(
-                        "hardware.num_gpus",
-                        n,
-                        format!("must be a multiple of tensor x pipeline x context parallel size = {model_par}"),
-                    );
-                }
-                (n, (n / model_par).max(1))
-            }
-            (None, Some(d)) => (d.saturating_mul(model_par), d),
-            (None, None) => (model_par, 1),
-        };
-        if dp.saturating_mul(model_par) != num_gpus {
-            e.add(
-                "parallelism.data_parallel_size",
-                dp,
-                format!(
-                    "data x tensor x pipeline x context parallel sizes ({dp} x {tp} x {pp} x {cp} = {}) must equal hardware.num_gpus ({num_gpus})",
-                    dp.saturating_mul(model_par)
-                ),
-            );
-        }
-        if num_gpus > limits::MAX_GPUS {
-            e.add(
-                "hardware.num_gpus",
-                num_gpus,
-                format!("must be at most {}", limits::MAX_GPUS),
-            );
-        }
-        let vpp = p.virtual_pipeline_parallel_size.unwrap_or(1);
-        layout = Some(Layout {
-            num_gpus,
-            data_parallel_size: dp,
-            tensor_parallel_size: tp,
-            pipeline_parallel_size: pp,
-            context_parallel_size: cp,
-            expert_parallel_size: ep,
-            virtual_pipeline_parallel_size: vpp,
-            sequence_parallel: p.sequence_parallel && tp > 1,
-            gpus_per_node: hw.gpus_per_node,
-            stage_layers: StageLayers {
-                first: 0,
-                middle: 0,
-                last: 0,
-            },
-        });
-        if p.sequence_parallel && tp == 1 {
-            warnings.push("sequence_parallel has no effect with tensor_parallel_size 1".into());
-        }
+    if !ok {
+        return None;
     }
-
-    // model-dependent layout checks
-    if let (Some(a), Some(l)) = (&arch, &mut layout) {
-        l.stage_layers = split_layers(
-            a.num_hidden_layers,
-            pp,
-            p,
-            l.virtual_pipeline_parallel_size,
-            &mut e,
-        );
-        if a.num_attention_heads % tp != 0 {
-            e.add(
-                "parallelism.tensor_parallel_size",
-                tp,
-                format!(
-                    "must divide num_attention_heads ({})",
-                    a.num_attention_heads
-                ),
-            );
-        } else if a.mla.is_none()
-            && a.num_key_value_heads % tp != 0
-            // inference engines replicate KV heads when TP exceeds them (vLLM)
-            && !(config.effective_mode() == crate::config::Mode::Inference && tp % a.num_key_value_heads == 0)
-        {
-            e.add(
-                "parallelism.tensor_parallel_size",
-                tp,
-                format!(
-                    "must divide num_key_value_heads ({}) (Megatron num_query_groups % TP == 0)",
-                    a.num_key_value_heads
-                ),
-            );
+    let model_par = s.tp.saturating_mul(s.pp).saturating_mul(s.cp);
+    let (num_gpus, dp) = match (hw.num_gpus, p.data_parallel_size) {
+        (Some(n), Some(d)) => (n, d),
+        (Some(n), None) => {
+            if n % model_par != 0 {
+                e.add(
+                    "hardware.num_gpus",
+                    n,
+                    format!("must be a multiple of tensor x pipeline x context parallel size = {model_par}"),
+                );
+            }
+            (n, (n / model_par).max(1))
         }
-        if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {
-            // checked by split_layers
-        } else if !a.num_hidden_layers.is_multiple_of(pp) {
+        (None, Some(d)) => (d.saturating_mul(model_par), d),
+        (None, None) => (model_par, 1),
+    };
+    if dp.saturating_mul(model_par) != num_gpus {
+        e.add(
+            "parallelism.data_parallel_size",
+            dp,
+            format!(
+                "data x tensor x pipeline x context parallel sizes ({dp} x {} x {} x {} = {}) must equal hardware.num_gpus ({num_gpus})",
+                s.tp,
+                s.pp,
+                s.cp,
+                dp.saturating_mul(model_par)
+            ),
+        );
+    }
+    if num_gpus > limits::MAX_GPUS {
+        e.add(
+            "hardware.num_gpus",
+            num_gpus,
+            format!("must be at most {}", limits::MAX_GPUS),
+        );
+    }
+    if p.sequence_parallel && s.tp == 1 {
+        warnings.push("sequence_parallel has no effect with tensor_parallel_size 1".into());
+    }
+    Some(Layout {
+        num_gpus,
+        data_parallel_size: dp,
+        tensor_parallel_size: s.tp,
+        pipeline_parallel_size: s.pp,
+        context_parallel_size: s.cp,
+        expert_parallel_size: s.ep,
+        virtual_pipeline_parallel_size: p.virtual_pipeline_parallel_size.unwrap_or(1),
+        sequence_parallel: p.sequence_parallel && s.tp > 1,
+        gpus_per_node: hw.gpus_per_node,
+        stage_layers: StageLayers {
+            first: 0,
+            middle: 0,
+            last: 0,
+        },
+    })
+}
+
+/// The checks of the layout that need the model (heads, layers, experts, context), and the
+/// split of the layers over the pipeline stages.
+fn check_layout_for_model(
+    config: &Config,
+    a: &ModelArch,
+    l: &mut Layout,
+    s: Sizes,
+    e: &mut Errors,
+    warnings: &mut Vec<String>,
+) {
+    let p = &config.parallelism;
+    let t = &config.training;
+    let (tp, pp, cp, ep) = (s.tp, s.pp, s.cp, s.ep);
+    l.stage_layers = split_layers(
+        a.num_hidden_layers,
+        pp,
+        p,
+        l.virtual_pipeline_parallel_size,
+        e,
+    );
+    if !a.num_attention_heads.is_multiple_of(tp) {
+        e.add(
+            "parallelism.tensor_parallel_size",
+            tp,
+            format!(
+                "must divide num_attention_heads ({})",
+                a.num_attention_heads
+            ),
+        );
+    } else if a.mla.is_none()
+        && !a.num_key_value_heads.is_multiple_of(tp)
+        // inference engines replicate KV heads when TP exceeds them (vLLM)
+        && !(config.effective_mode() == Mode::Inference && tp % a.num_key_value_heads == 0)
+    {
+        e.add(
+            "parallelism.tensor_parallel_size",
+            tp,
+            format!(
+                "must divide num_key_value_heads ({}) (Megatron num_query_groups % TP == 0)",
+                a.num_key_value_heads
+            ),
+        );
+    }
+    if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {
+        // checked by split_layers
+    } else if !a.num_hidden_layers.is_multiple_of(pp) {
+        e.add(
+            "parallelism.pipeline_parallel_size",
+            pp,
+            format!(
+                "must divide num_hidden_layers ({}), or choose an uneven split with first_pipeline_stage_layers / last_pipeline_stage_layers",
+                a.num_hidden_layers
+            ),
+        );
+    } else if l.virtual_pipeline_parallel_size > 1 {
+        let v = l.virtual_pipeline_parallel_size;
+        if pp == 1 {
             e.add(
-                "parallelism.pipeline_parallel_size",
-                pp,
+                "parallelism.virtual_pipeline_parallel_size",
+                v,
+                "needs pipeline_parallel_size > 1",
+            );
+        } else if !a.num_hidden_layers.is_multiple_of(pp * v) {
+            e.add(
+                "parallelism.virtual_pipeline_parallel_size",
+                v,
                 format!(
-                    "must divide num_hidden_layers ({}), or choose an uneven split with first_pipeline_stage_layers / last_pipeline_stage_layers",
+                    "pipeline x virtual stages ({}) must divide num_hidden_layers ({})",
+                    pp * v,
                     a.num_hidden_layers
                 ),
             );
-        } else if l.virtual_pipeline_parallel_size > 1 {
-            let v = l.virtual_pipeline_parallel_size;
-            if pp == 1 {
-                e.add(
-                    "parallelism.virtual_pipeline_parallel_size",
-                    v,
-                    "needs pipeline_parallel_size > 1",
-                );
-            } else if a.num_hidden_layers % (pp * v) != 0 {
-                e.add(
-                    "parallelism.virtual_pipeline_parallel_size",
-                    v,
-                    format!(
-                        "pipeline x virtual stages ({}) must divide num_hidden_layers ({})",
-                        pp * v,
-                        a.num_hidden_layers
-                    ),
-                );
-            }
-        }
-        match &a.moe {
-            Some(m) if m.num_experts % ep != 0 => e.add(
-                "parallelism.expert_parallel_size",
-                ep,
-                format!("must divide the number of experts ({})", m.num_experts),
-            ),
-            None if ep > 1 => e.add(
-                "parallelism.expert_parallel_size",
-                ep,
-                "needs a mixture-of-experts model",
-            ),
-            _ => {}
-        }
-        if ep > 1 && (l.data_parallel_size * cp) % ep != 0 {
-            e.add(
-                "parallelism.expert_parallel_size",
-                ep,
-                format!(
-                    "must divide data x context parallel size ({})",
-                    l.data_parallel_size * cp
-                ),
-            );
-        }
-        if !t.seq_len.is_multiple_of(cp) {
-            e.add(
-                "training.seq_len",
-                t.seq_len,
-                format!("must be divisible by context_parallel_size ({cp})"),
-            );
-        }
-        if t.seq_len > a.max_position_embeddings {
-            warnings.push(format!(
-                "training.seq_len ({}) exceeds the model's max_position_embeddings ({})",
-                t.seq_len, a.max_position_embeddings
-            ));
         }
     }
+    match &a.moe {
+        Some(m) if m.num_experts % ep != 0 => e.add(
+            "parallelism.expert_parallel_size",
+            ep,
+            format!("must divide the number of experts ({})", m.num_experts),
+        ),
+        None if ep > 1 => e.add(
+            "parallelism.expert_parallel_size",
+            ep,
+            "needs a mixture-of-experts model",
+        ),
+        _ => {}
+    }
+    if ep > 1 && !l.shard_group().is_multiple_of(ep) {
+        e.add(
+            "parallelism.expert_parallel_size",
+            ep,
+            format!(
+                "must divide data x context parallel size ({})",
+                l.shard_group()
+            ),
+        );
+    }
+    if !t.seq_len.is_multiple_of(cp) {
+        e.add(
+            "training.seq_len",
+            t.seq_len,
+            format!("must be divisible by context_parallel_size ({cp})"),
+        );
+    }
+    if t.seq_len > a.max_position_embeddings {
+        warnings.push(format!(
+            "training.seq_len ({}) exceeds the model's max_position_embeddings ({})",
+            t.seq_len, a.max_position_embeddings
+        ));
+    }
+}
 
-    // engine (training only: inference runs the model without a training framework)
-    let inference_mode = config.effective_mode() == crate::config::Mode::Inference;
-    let (framework, zero_stage) = if inference_mode {
-        (Framework::Torch, 0)
-    } else {
-        training_engine(config, &mut e, layout.as_ref(), (tp, pp, cp, ep))
+/// The GPU: a preset, a custom capacity, or the default preset; the overheads' ranges.
+fn resolve_gpu(config: &Config, e: &mut Errors) -> Option<GpuSpec> {
+    let hw = &config.hardware;
+    let from_preset = |g: &presets::GpuPreset, memory: Option<u64>| GpuSpec {
+        id: g.id.clone(),
+        name: g.name.clone(),
+        memory_bytes: memory.unwrap_or(g.capacity_bytes()),
+        cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
+        arch: g.arch.clone(),
     };
-    if inference_mode {
-        check_inference(config, arch.as_ref(), tp, &mut e);
-    } else if let Some(lora) = &config.training.lora {
-        check_lora(lora, arch.as_ref(), &config.engine, &mut e);
-    }
-
-    // hardware
     let gpu = match (&hw.gpu, hw.gpu_memory_gb) {
         (Some(id), mem) => match presets::gpu_preset(id) {
-            Some(g) => Some(GpuSpec {
-                id: g.id.clone(),
-                name: g.name.clone(),
-                memory_bytes: mem.map(|m| m.0).unwrap_or(g.capacity_bytes()),
-                cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
-                arch: g.arch.clone(),
-            }),
+            Some(g) => Some(from_preset(g, mem.map(|m| m.0))),
             None => {
                 e.add(
                     "hardware.gpu",
@@ -899,17 +920,11 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             id: "custom".into(),
             name: format!("GPU with {}", units::fmt_gb(mem.0)),
             memory_bytes: mem.0,
-            // the A100 measurement (published_cases.md) for an unknown card
+            // the A100 measurement (published case GT-31) for an unknown card
             cuda_context_bytes: 911 * MIB,
             arch: "unknown".into(),
         }),
-        (None, None) => presets::gpu_preset(DEFAULT_GPU).map(|g| GpuSpec {
-            id: g.id.clone(),
-            name: g.name.clone(),
-            memory_bytes: g.capacity_bytes(),
-            cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
-            arch: g.arch.clone(),
-        }),
+        (None, None) => presets::gpu_preset(DEFAULT_GPU).map(|g| from_preset(g, None)),
     };
     if let Some(g) = &gpu {
         e.range(
@@ -929,36 +944,10 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
     if let Some(c) = o.cuda_context_mib {
         e.frange("overheads.cuda_context_mib", c, 0.0, 65536.0);
     }
-
-    if !e.is_empty() {
-        return Err(e.0);
-    }
-    let (Some(arch), Some(layout), Some(mut gpu)) = (arch, layout, gpu) else {
-        return Err(vec![FieldError::new("", "", "invalid config")]);
-    };
-    if let Some(c) = o.cuda_context_mib {
-        gpu.cuda_context_bytes = (c * MIB as f64) as u64;
-    }
-    let bytes = precision::state_bytes(
-        t.precision,
-        framework,
-        t.accumulate_grads_in_fp32,
-        zero_stage,
-    );
-    let params = arch.param_counts();
-    Ok(Resolved {
-        config: config.clone(),
-        arch,
-        params,
-        layout,
-        framework,
-        model_code: if matches!(config.engine, Engine::MegatronDeepspeed(_)) && !inference_mode {
-            Framework::Megatron
-        } else {
-            framework
-        },
-        bytes,
-        gpu,
-        warnings,
+    gpu.map(|mut g| {
+        if let Some(c) = o.cuda_context_mib {
+            g.cuda_context_bytes = (c * MIB as f64) as u64;
+        }
+        g
     })
 }

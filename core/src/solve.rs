@@ -7,8 +7,8 @@
 
 use crate::config::{Config, InferenceEngine, Mode};
 use crate::error::FieldError;
-use crate::estimate::{Estimate, estimate};
 use crate::limits;
+use crate::{Estimate, estimate};
 use serde::{Deserialize, Serialize};
 
 /// What to solve for.

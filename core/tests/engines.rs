@@ -10,7 +10,9 @@
 //! * Mixtral-8x7B: per layer attention 41 943 040, router 8 x 4096 = 32 768, norms 8192,
 //!   8 experts x 3 x 4096 x 14336 = 1 409 286 144; embedding and LM head 131 072 000 each.
 
-use calc_core::estimate::PhaseEstimate;
+mod common;
+use common::*;
+
 use calc_core::{Config, Estimate, estimate};
 use serde_json::{Value, json};
 
@@ -18,19 +20,6 @@ const P_1B: u64 = 1_235_814_400;
 const LAYER_1B: u64 = 60_821_504;
 const EMBED_1B: u64 = 262_668_288;
 const P_7B: u64 = 6_738_415_616;
-
-fn est(v: Value) -> Estimate {
-    estimate(&Config::from_value(v).unwrap_or_else(|e| panic!("{e:?}")))
-        .unwrap_or_else(|e| panic!("{e:?}"))
-}
-
-fn phase<'a>(e: &'a Estimate, name: &str) -> &'a PhaseEstimate {
-    e.phases.iter().find(|p| p.phase == name).unwrap()
-}
-
-fn c(e: &Estimate, ph: &str, comp: &str) -> u64 {
-    phase(e, ph).components[comp]
-}
 
 // ---------------------------------------------------------------------------- FSDP
 
@@ -496,4 +485,184 @@ fn moe_presets_report_total_and_active_parameters() {
         );
         assert!(e.peak_allocated_bytes > 0);
     }
+}
+
+// ------------------------------------------------------------------- fixed in the refactor
+
+#[test]
+fn distributed_optimizer_shards_over_dp_times_cp_once() {
+    // Megatron distributed optimizer, DP 4 x CP 2 = 8 GPUs, AMP bf16: master weights and
+    // optimizer states are sharded over the 8 ranks of data_parallel_group_with_cp
+    // (Megatron-Core), not over DP x CP^2 = 16. Llama-3.2-1B, P = 1 235 814 400:
+    // master 4 B x P / 8 = 617 907 200; AdamW states 2 x 4 B x P / 8 = 1 235 814 400
+    let e = est(json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"seq_len": 4096, "attention": "flash"},
+        "parallelism": {"data_parallel_size": 4, "context_parallel_size": 2},
+        "engine": {"type": "megatron", "distributed_optimizer": true},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+    }));
+    assert_eq!(c(&e, "optimizer_step", "master_weights"), 4 * P_1B / 8);
+    assert_eq!(
+        c(&e, "optimizer_step", "optimizer_states"),
+        2 * 4 * P_1B / 8
+    );
+    // and the formula says so
+    let d = e
+        .details
+        .iter()
+        .find(|d| d.name == "master_weights")
+        .unwrap();
+    assert_eq!(
+        d.formula,
+        "4 B × 1235814400 dense params / 8 data-parallel ranks"
+    );
+}
+
+#[test]
+fn zero3_lora_gathers_the_frozen_base_with_the_users_settings() {
+    // LoRA on Llama-2-7B (bf16 base, 2 B x P_7B) under ZeRO-3 on 8 GPUs. The frozen base is
+    // gathered as ZeRO-3 gathers weights: the largest module (the 32000 x 4096 embedding,
+    // 131 072 000) plus stage3_prefetch_bucket_size, at most stage3_max_live_parameters but
+    // never less than that module; in bytes 2 B per element of the bf16 base.
+    let run = |engine: Value| {
+        est(json!({
+            "model": {"preset": "llama-2-7b"},
+            "training": {"seq_len": 1024, "lora": {"rank": 8}},
+            "engine": engine,
+            "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+        }))
+    };
+    // defaults: min(131 072 000 + 5e7, 1e9) = 181 072 000 elements
+    let e = run(json!({"type": "deepspeed", "zero_stage": 3}));
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 181_072_000);
+    // prefetch 1e6, max live 2e7: max(min(132 072 000, 2e7), 131 072 000) = 131 072 000
+    let e = run(json!({"type": "deepspeed", "zero_stage": 3,
+        "stage3_prefetch_bucket_size": 1000000, "stage3_max_live_parameters": 20000000}));
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 131_072_000);
+    // prefetch 2e8 under the default max live: 331 072 000 elements
+    let e = run(
+        json!({"type": "deepspeed", "zero_stage": 3, "stage3_prefetch_bucket_size": 200000000}),
+    );
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 331_072_000);
+}
+
+#[test]
+fn megatron_deepspeed_takes_deepspeeds_zero_options() {
+    // Megatron-DeepSpeed runs DeepSpeed's ZeRO: the same options, the same defaults
+    // (ZeroOptions::default(), written once). ZeRO-3 keeps tensors under
+    // stage3_param_persistence_threshold (1e5) whole: Llama-2-7B's 65 norm weights of 4096.
+    let e = est(json!({
+        "model": {"preset": "llama-2-7b"},
+        "training": {"seq_len": 1024, "activation_checkpointing": "full"},
+        "engine": {"type": "megatron_deepspeed", "zero_stage": 3},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+    }));
+    let small = 65 * 4096;
+    assert_eq!(
+        c(&e, "optimizer_step", "weights"),
+        2 * (P_7B - small) / 8 + 2 * small
+    );
+    // the default reduce bucket, 5e8 elements x 2 B; overlap_comm doubles it
+    assert_eq!(
+        c(&e, "optimizer_step", "communication_buffers"),
+        1_000_000_000
+    );
+    let e = est(json!({
+        "model": {"preset": "llama-2-7b"},
+        "training": {"seq_len": 1024},
+        "engine": {"type": "megatron_deepspeed", "zero_stage": 2, "overlap_comm": true, "reduce_bucket_size": 100000000},
+        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+    }));
+    assert_eq!(
+        c(&e, "optimizer_step", "communication_buffers"),
+        2 * 2 * 100_000_000
+    );
+}
+
+#[test]
+fn defaults_are_written_once() {
+    use calc_core::config::*;
+    use serde::de::DeserializeOwned;
+    // every section read from `{}` equals its Default (serde takes the container's
+    // Default; no field carries a default of its own)
+    fn same<T: DeserializeOwned + Default + PartialEq + std::fmt::Debug>() {
+        let parsed: T = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(parsed, T::default());
+    }
+    same::<Training>();
+    same::<Lora>();
+    same::<Inference>();
+    same::<Parallelism>();
+    same::<ZeroOptions>();
+    same::<DdpOptions>();
+    same::<FsdpOptions>();
+    same::<MegatronOptions>();
+    same::<Hardware>();
+    same::<Overheads>();
+    same::<Config>();
+    // and the values the documentation states
+    let z = ZeroOptions::default();
+    assert_eq!(
+        (
+            z.reduce_bucket_size,
+            z.stage3_prefetch_bucket_size,
+            z.stage3_max_live_parameters,
+            z.stage3_param_persistence_threshold,
+            z.sub_group_size
+        ),
+        (
+            500_000_000,
+            50_000_000,
+            1_000_000_000,
+            100_000,
+            1_000_000_000
+        )
+    );
+    let i = Inference::default();
+    assert_eq!(
+        (
+            i.context_len,
+            i.gpu_memory_utilization,
+            i.max_num_batched_tokens,
+            i.max_num_seqs,
+            i.group_size
+        ),
+        (4096, 0.9, 8192, 1024, 128)
+    );
+}
+
+#[test]
+fn engines_reject_the_parallelism_they_do_not_model() {
+    let errs = |engine: Value, par: Value| {
+        errors_of(json!({
+            "model": {"preset": "llama-2-7b"},
+            "parallelism": par,
+            "engine": engine,
+            "hardware": {"num_gpus": 8}
+        }))
+    };
+    // Megatron sequence parallelism under DeepSpeed (Hugging Face model code)
+    let e = errs(
+        json!({"type": "deepspeed", "zero_stage": 1}),
+        json!({"tensor_parallel_size": 2, "sequence_parallel": true}),
+    );
+    assert_eq!(e[0].field, "parallelism.sequence_parallel");
+    // DeepSpeed's pipeline engine has no interleaved schedule
+    let e = errs(
+        json!({"type": "deepspeed", "zero_stage": 1}),
+        json!({"pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 2}),
+    );
+    assert_eq!(e[0].field, "parallelism.virtual_pipeline_parallel_size");
+    // DDP is data parallel only
+    let e = errs(json!({"type": "ddp"}), json!({"tensor_parallel_size": 2}));
+    assert_eq!(e[0].field, "parallelism.tensor_parallel_size");
+    // Megatron models all of them
+    assert!(
+        errs(
+            json!({"type": "megatron"}),
+            json!({"tensor_parallel_size": 2, "sequence_parallel": true, "pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 2})
+        )
+        .is_empty()
+    );
 }

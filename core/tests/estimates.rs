@@ -1,16 +1,11 @@
 //! Hand-derived expected bytes per engine and component, a reproduction of Megatron-LM's
 //! own memory formulas, properties, and every preset and example.
 
+mod common;
+use common::*;
+
 use calc_core::{Config, estimate};
 use serde_json::{Value, json};
-
-fn cfg(v: Value) -> Config {
-    Config::from_value(v).unwrap_or_else(|e| panic!("{e:?}"))
-}
-
-fn phase<'a>(e: &'a calc_core::Estimate, name: &str) -> &'a calc_core::estimate::PhaseEstimate {
-    e.phases.iter().find(|p| p.phase == name).unwrap()
-}
 
 /// Llama-2-7B: P = 6 738 415 616 parameters (transformers' count).
 const LLAMA2_7B: u64 = 6_738_415_616;
@@ -326,13 +321,6 @@ mod properties {
 // ------------------------------------------------------------------------------------
 // bad input: field errors, never a panic
 
-fn errors_of(v: Value) -> Vec<calc_core::FieldError> {
-    match Config::from_value(v) {
-        Err(e) => e,
-        Ok(c) => estimate(&c).err().unwrap_or_default(),
-    }
-}
-
 fn error_at(v: Value, field: &str) -> calc_core::FieldError {
     let errs = errors_of(v);
     errs.iter()
@@ -370,7 +358,7 @@ fn zero_and_negative_values() {
 #[test]
 fn nan_and_infinity_never_pass() {
     // JSON has no NaN; through the Rust API a NaN or infinite float is a field error
-    let mut c = Config::default();
+    let mut c = cfg(json!({"model": {"preset": "llama-3.1-8b"}}));
     c.overheads.allocator_reserve_fraction = f64::NAN;
     let e = calc_core::validate(&c).unwrap_err();
     assert_eq!(e[0].field, "overheads.allocator_reserve_fraction");

@@ -1,12 +1,10 @@
 //! ds_config.json export and the "which GPUs fit" table.
 
-use calc_core::Config;
+mod common;
+use common::*;
+
 use calc_core::export::{deepspeed_config, gpu_fits};
 use serde_json::json;
-
-fn cfg(v: serde_json::Value) -> Config {
-    Config::from_value(v).unwrap()
-}
 
 #[test]
 fn ds_config_has_deepspeeds_keys() {

@@ -1,27 +1,17 @@
 //! Inference, serving, LoRA/QLoRA and the inverse solvers: hand-derived bytes, the
 //! published vLLM measurements, and solver answers checked against brute force.
 
+mod common;
+use common::*;
+
 use calc_core::solve::{Target, solve};
 use calc_core::{Config, Estimate, estimate};
 use serde_json::{Value, json};
-
-fn est(v: Value) -> Estimate {
-    estimate(&Config::from_value(v).unwrap_or_else(|e| panic!("{e:?}")))
-        .unwrap_or_else(|e| panic!("{e:?}"))
-}
 
 fn infer(model: &str, inference: Value) -> Estimate {
     est(
         json!({"mode": "inference", "model": {"preset": model}, "inference": inference, "hardware": {"gpu": "h200-141gb"}}),
     )
-}
-
-fn phase(e: &Estimate, name: &str, comp: &str) -> u64 {
-    e.phases
-        .iter()
-        .find(|p| p.phase == name)
-        .unwrap()
-        .components[comp]
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -33,21 +23,21 @@ fn kv_cache_llama_3_1_8b_gqa() {
     // GQA 8 KV heads of 128: 2 x 8 x 128 x 2 B = 4096 B per token per layer, x 32 layers
     // = 131 072 B per token; 8192 tokens -> 1 073 741 824 B (8x less than 32-head MHA)
     let e = infer("llama-3.1-8b", json!({"context_len": 8192}));
-    assert_eq!(phase(&e, "decode", "kv_cache"), 8192 * 131_072);
+    assert_eq!(c(&e, "decode", "kv_cache"), 8192 * 131_072);
     // the prefill has written the prompt only (the whole context here)
-    assert_eq!(phase(&e, "prefill", "kv_cache"), 8192 * 131_072);
+    assert_eq!(c(&e, "prefill", "kv_cache"), 8192 * 131_072);
     // fp8 and int8 caches: 1 B per element (+ fp16 scale and zero per token and head for int8)
     let e = infer(
         "llama-3.1-8b",
         json!({"context_len": 8192, "kv_cache_dtype": "fp8"}),
     );
-    assert_eq!(phase(&e, "decode", "kv_cache"), 8192 * 65_536);
+    assert_eq!(c(&e, "decode", "kv_cache"), 8192 * 65_536);
     let e = infer(
         "llama-3.1-8b",
         json!({"context_len": 8192, "kv_cache_dtype": "int8"}),
     );
     assert_eq!(
-        phase(&e, "decode", "kv_cache"),
+        c(&e, "decode", "kv_cache"),
         8192 * 32 * (2 * 8 * 128 + 2 * 8 * 4)
     );
 }
@@ -57,10 +47,10 @@ fn kv_cache_mistral_sliding_window() {
     // Mistral-7B-v0.1: sliding_window 4096 on every layer: at 8192 tokens each of the 32
     // layers keeps 4096 tokens x 2 x 8 x 128 x 2 B
     let e = infer("mistral-7b-v0.1", json!({"context_len": 8192}));
-    assert_eq!(phase(&e, "decode", "kv_cache"), 32 * 4096 * 4096);
+    assert_eq!(c(&e, "decode", "kv_cache"), 32 * 4096 * 4096);
     // below the window nothing is capped
     let e = infer("mistral-7b-v0.1", json!({"context_len": 2048}));
-    assert_eq!(phase(&e, "decode", "kv_cache"), 32 * 2048 * 4096);
+    assert_eq!(c(&e, "decode", "kv_cache"), 32 * 2048 * 4096);
 }
 
 #[test]
@@ -75,7 +65,7 @@ fn kv_cache_deepseek_mla() {
     // transformers 5 caches the same latent (as two single-head tensors, 512 and 64 wide)
     // and expands it with kv_b_proj at every step
     let e = infer("deepseek-v2-lite", json!({"context_len": 4096}));
-    assert_eq!(phase(&e, "decode", "kv_cache"), 4096 * 27 * 1152);
+    assert_eq!(c(&e, "decode", "kv_cache"), 4096 * 27 * 1152);
 }
 
 #[test]
@@ -83,10 +73,7 @@ fn kv_cache_gemma2_interleaved() {
     // Gemma-2-9B: 42 layers, 8 KV heads of 256 (8192 B per token per layer); even layers
     // slide over 4096 tokens. At 8192: 21 x 8192 + 21 x 4096 token-layers
     let e = infer("gemma-2-9b-it", json!({"context_len": 8192}));
-    assert_eq!(
-        phase(&e, "decode", "kv_cache"),
-        8192 * (21 * 8192 + 21 * 4096)
-    );
+    assert_eq!(c(&e, "decode", "kv_cache"), 8192 * (21 * 8192 + 21 * 4096));
 }
 
 #[test]
@@ -119,7 +106,7 @@ fn gptq_int4_g128_llama2_7b() {
         "llama-2-7b",
         json!({"context_len": 128, "weight_format": "int4", "group_size": 128}),
     );
-    assert_eq!(phase(&e, "decode", "weights"), 3_893_862_400);
+    assert_eq!(c(&e, "decode", "weights"), 3_893_862_400);
 }
 
 #[test]
@@ -134,17 +121,12 @@ fn nf4_double_quant_llama2_7b() {
         "llama-2-7b",
         json!({"context_len": 128, "weight_format": "nf4"}),
     );
-    assert_eq!(phase(&e, "decode", "weights"), 3_865_836_416);
+    assert_eq!(c(&e, "decode", "weights"), 3_865_836_416);
 }
 
 // ------------------------------------------------------------------------- vLLM
 
-fn vllm(
-    model: &str,
-    format: &str,
-    tp: u64,
-    max_model_len: u64,
-) -> calc_core::estimate::ServingEstimate {
+fn vllm(model: &str, format: &str, tp: u64, max_model_len: u64) -> calc_core::ServingEstimate {
     est(json!({"mode": "inference", "model": {"preset": model},
                "inference": {"engine": "vllm", "weight_format": format, "context_len": max_model_len, "gpu_memory_utilization": 0.9},
                "parallelism": {"tensor_parallel_size": tp}, "hardware": {"num_gpus": tp, "gpu": "h100-80gb"}}))
@@ -233,8 +215,9 @@ fn lora_parameter_counts() {
         .unwrap();
     assert_eq!(s.components["gradients"], 4 * 13_631_488);
     assert_eq!(s.components["optimizer_states"], 8 * 13_631_488);
-    // frozen bf16 base (8 030 261 248 x 2 B) + fp32 adapters
-    assert_eq!(s.components["weights"], 2 * 8_030_261_248 + 4 * 13_631_488);
+    // frozen bf16 base: 8 030 261 248 x 2 B; the fp32 adapters apart: 13 631 488 x 4 B
+    assert_eq!(s.components["weights"], 2 * 8_030_261_248);
+    assert_eq!(s.components["adapter_weights"], 4 * 13_631_488);
     // all-linear adds gate, up, down: 16 x (4096 + 14336) x 3 per layer
     let e = lora(
         "llama-3.1-8b",
@@ -437,34 +420,28 @@ fn solver_on_a_wrong_mode_is_an_error() {
 
 // ------------------------------------------------------------------------- bad input
 
-fn errors(v: Value) -> Vec<calc_core::FieldError> {
-    match Config::from_value(v) {
-        Err(e) => e,
-        Ok(c) => estimate(&c).err().unwrap_or_default(),
-    }
-}
-
 #[test]
 fn bad_inference_and_lora_inputs() {
-    let e = errors(json!({"model": {"preset": "llama-2-7b"}, "training": {"lora": {"rank": 0}}}));
+    let e =
+        errors_of(json!({"model": {"preset": "llama-2-7b"}, "training": {"lora": {"rank": 0}}}));
     assert_eq!(e[0].field, "training.lora.rank");
-    let e = errors(
+    let e = errors_of(
         json!({"model": {"preset": "llama-2-7b"}, "training": {"lora": {"target_modules": ["qkv"]}}}),
     );
     assert!(
         e[0].message.contains("matches no linear layer") && e[0].message.contains("q_proj"),
         "{e:?}"
     );
-    let e = errors(
+    let e = errors_of(
         json!({"mode": "inference", "model": {"preset": "llama-2-7b"}, "inference": {"weight_format": "int4", "group_size": 100}}),
     );
     assert_eq!(e[0].field, "inference.group_size");
     assert!(e[0].message.contains("4096"), "{}", e[0]);
-    let e = errors(
+    let e = errors_of(
         json!({"mode": "inference", "model": {"preset": "llama-2-7b"}, "inference": {"gpu_memory_utilization": 1.5}}),
     );
     assert_eq!(e[0].field, "inference.gpu_memory_utilization");
-    let e = errors(
+    let e = errors_of(
         json!({"mode": "inference", "model": {"preset": "llama-2-7b"}, "inference": {"context_len": 100, "prompt_len": 200}}),
     );
     assert_eq!(e[0].field, "inference.prompt_len");

@@ -3,11 +3,11 @@
 //! nearest to the current config, and the user's own measurement against the estimate.
 //! Nothing here computes memory: it only shows what `calc_core` returns.
 
+use calc_core::Estimate;
 use calc_core::accuracy::{
     BUDGET_MEDIAN, BUDGET_P90, Calibration, CaseResult, ErrorStats, Pair, compare_all,
     compare_published, error_stats, nearest_cases, published_cases,
 };
-use calc_core::estimate::Estimate;
 use calc_core::units::fmt_gib;
 use calc_core::{Config, FieldError};
 use gloo_storage::{LocalStorage, Storage};

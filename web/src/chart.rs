@@ -2,8 +2,8 @@
 //! components of the most loaded GPU plus the fixed overheads, against the GPU's capacity.
 //! The numbers are `calc_core`'s; this module only draws them.
 
-use calc_core::estimate::{COMPONENTS, Estimate};
 use calc_core::units::GIB;
+use calc_core::{COMPONENTS, Estimate};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -172,7 +172,7 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
         .pos(Pos::new(HPos::Center, VPos::Top));
     for (i, p) in e.phases.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        let mut label = p.phase.replace('_', " ");
+        let mut label = p.phase.as_str().replace('_', " ");
         if p.phase == e.peak_phase {
             label.push_str(" (peak)");
         }

@@ -11,8 +11,8 @@ pub mod doc;
 pub mod hf_import;
 pub mod state;
 
-use calc_core::estimate::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::units::fmt_gib;
+use calc_core::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::{Config, FieldError, presets};
 use doc::{FieldSpec, Kind, SECTIONS};
 use gloo_storage::{LocalStorage, Storage};
@@ -584,7 +584,7 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
         <table id="breakdown" class="breakdown">
             <caption>{move || last_good.with(|e| e.as_ref().map(|e| format!(
                 "Most loaded GPU ({}), peak during the {} phase",
-                e.most_loaded, e.peak_phase.replace('_', " ")
+                e.most_loaded, e.peak_phase.as_str().replace('_', " ")
             )).unwrap_or_default())}</caption>
             <thead><tr><th scope="col">"Component"</th><th scope="col" class="num">"GiB"</th><th scope="col" class="num">"% of GPU"</th></tr></thead>
             <tbody>
@@ -631,7 +631,7 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
                 })}
             </tbody>
         </table>
-                <p id="trainable" class="model-info">{move || last_good.with(|e| e.as_ref().filter(|e| e.mode == "training" && e.trainable_params != e.params.total).map(|e| format!("Trainable (LoRA adapters): {} parameters", calc_core::units::fmt_int(e.trainable_params))).unwrap_or_default())}</p>
+                <p id="trainable" class="model-info">{move || last_good.with(|e| e.as_ref().filter(|e| e.mode == calc_core::Mode::Training && e.trainable_params != e.params.total).map(|e| format!("Trainable (LoRA adapters): {} parameters", calc_core::units::fmt_int(e.trainable_params))).unwrap_or_default())}</p>
         <ul class="warnings">
             {move || last_good.with(|e| e.as_ref().map(|e| e.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()))}
         </ul>

@@ -1,0 +1,219 @@
+//! Training engines: what each framework shards, gathers and buffers, behind one trait.
+//!
+//! [`EngineModel`] is everything the rest of the model asks of an engine: its validation
+//! against the parallel layout, the parallel dimensions it models, its precision
+//! conventions, the model states of one GPU ([`States`], every field a [`Term`] with its
+//! formula and source), how its weights are sharded and gathered (LoRA's frozen base), and
+//! a few flags. [`crate::config::Engine::model`] is the one `match` over engines; adding an
+//! engine is one file here, one [`crate::config::Engine`] variant and one arm there.
+
+mod ddp;
+mod fsdp;
+mod megatron;
+mod zero;
+
+use crate::activations::ModelCode;
+use crate::config::Engine;
+use crate::error::Errors;
+use crate::placement::RankParams;
+use crate::precision::{Framework, StateBytes};
+use crate::resolve::{Layout, Resolved};
+use crate::term::{Expr, Term};
+
+/// Model-state and buffer memory of one GPU, as an engine keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct States {
+    pub weights: Term,
+    pub gradients: Term,
+    pub master: Term,
+    pub optimizer: Term,
+    /// Unsharded parameters alive at once (ZeRO-3, FSDP).
+    pub gathered: Term,
+    /// Unsharded gradients of the unit being reduce-scattered (FSDP), during backward.
+    pub gathered_grads: Term,
+    pub comm: Term,
+    pub step_temporaries: Term,
+    /// Gradient memory exists already in the forward pass of a step (persistent buffers).
+    pub grads_persistent: bool,
+    /// CPU memory per node.
+    pub cpu: Term,
+    /// NVMe space per node.
+    pub nvme: Term,
+}
+
+impl Default for States {
+    fn default() -> Self {
+        States {
+            weights: Term::zero(),
+            gradients: Term::zero(),
+            master: Term::zero(),
+            optimizer: Term::zero(),
+            gathered: Term::zero(),
+            gathered_grads: Term::zero(),
+            comm: Term::zero(),
+            step_temporaries: Term::zero(),
+            grads_persistent: false,
+            cpu: Term::zero(),
+            nvme: Term::zero(),
+        }
+    }
+}
+
+/// Parallel dimensions an engine models (the others are rejected by validation and not
+/// shown by the web form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallelism {
+    pub tensor: bool,
+    pub pipeline: bool,
+    pub context: bool,
+    pub expert: bool,
+    /// Megatron sequence parallelism.
+    pub sequence: bool,
+    /// Interleaved pipeline schedule (virtual stages).
+    pub virtual_pipeline: bool,
+    /// Uneven first/last pipeline stages.
+    pub uneven_pipeline: bool,
+}
+
+impl Parallelism {
+    /// Data parallel only.
+    pub const DATA_ONLY: Parallelism = Parallelism {
+        tensor: false,
+        pipeline: false,
+        context: false,
+        expert: false,
+        sequence: false,
+        virtual_pipeline: false,
+        uneven_pipeline: false,
+    };
+    /// Every dimension.
+    pub const ALL: Parallelism = Parallelism {
+        tensor: true,
+        pipeline: true,
+        context: true,
+        expert: true,
+        sequence: true,
+        virtual_pipeline: true,
+        uneven_pipeline: true,
+    };
+}
+
+/// The parallel sizes a config asks for, before the layout is complete.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sizes {
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+}
+
+/// What the model asks of a training engine.
+pub(crate) trait EngineModel {
+    /// The `engine.type` tag.
+    fn kind(&self) -> &'static str;
+    /// Whose precision conventions apply, and the ZeRO stage (DeepSpeed's bf16 default).
+    fn precision(&self) -> (Framework, u8);
+    /// Whose model code runs (Megatron's or transformers').
+    fn model_code(&self) -> ModelCode;
+    /// The parallel dimensions modelled.
+    fn parallelism(&self) -> Parallelism;
+    /// Checks the engine's options against the layout (`layout` is `None` when the GPU
+    /// count could not be resolved).
+    fn validate(&self, sizes: Sizes, layout: Option<&Layout>, e: &mut Errors);
+    /// Model states of one GPU holding `p`, with `b` bytes per element.
+    fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States;
+    /// GPUs one copy of the weights is spread over.
+    fn weight_shard(&self, l: &Layout) -> u64;
+    /// Parameter elements gathered at once when the weights are sharded (LoRA's frozen
+    /// base is gathered like full weights).
+    fn gathered_elements(&self, p: &RankParams) -> Expr;
+    /// Tensors under this many elements stay whole (ZeRO-3 persistence threshold).
+    fn persistence_threshold(&self) -> u64 {
+        0
+    }
+    /// The model runs under `torch.autocast` with fp32 weights, each matmul casting its
+    /// weight (DDP); FSDP's MixedPrecision casts the parameters itself instead.
+    fn autocast(&self) -> bool;
+    /// PEFT LoRA on this engine is modelled.
+    fn supports_lora(&self) -> bool;
+}
+
+impl Engine {
+    /// The engine's memory model (the one `match` over engines).
+    pub(crate) fn model(&self) -> &dyn EngineModel {
+        match self {
+            Engine::Ddp(o) => o,
+            Engine::Deepspeed(o) => o,
+            Engine::Fsdp(o) => o,
+            Engine::Megatron(o) => o,
+            Engine::MegatronDeepspeed(o) => o,
+        }
+    }
+    /// The `type` tag (`deepspeed`).
+    pub fn kind(&self) -> &'static str {
+        self.model().kind()
+    }
+    /// The parallel dimensions the engine models.
+    pub fn parallelism(&self) -> Parallelism {
+        self.model().parallelism()
+    }
+}
+
+/// `ceil(x / shards)`, the share of `x` one of `shards` GPUs holds, labelled.
+pub(crate) fn shard(x: Expr, shards: u64, label: &'static str) -> Expr {
+    x.div_ceil(crate::term::n(shards, label))
+}
+
+/// The source line of the precision regime's bytes per element.
+pub(crate) fn regime_source(r: &Resolved) -> String {
+    format!(
+        "precision table (core/src/precision.rs): {}",
+        crate::precision::describe(r.config.training.precision, r.framework)
+    )
+}
+
+/// Bytes per gradient element: the gradient dtype plus an fp32 accumulation buffer.
+pub(crate) fn grad_bytes(b: StateBytes) -> Expr {
+    use crate::term::{bytes, n};
+    if b.grad_accum > 0 {
+        (bytes(b.grad) + n(b.grad_accum, "B fp32 accumulation")).label("")
+    } else {
+        bytes(b.grad)
+    }
+}
+
+/// Optimizer-state bytes of the dense and of the expert tensors, unsharded.
+pub(crate) fn optimizer_states(r: &Resolved, p: &RankParams, b: StateBytes) -> (Expr, Expr) {
+    let layout = r.config.training.optimizer.info().layout;
+    (
+        p.opt_dense.expr(layout, b.state),
+        p.opt_expert.expr(layout, b.state),
+    )
+}
+
+/// The source of the optimizer's state sizes.
+pub(crate) fn optimizer_source(r: &Resolved) -> &'static str {
+    r.config.training.optimizer.info().source
+}
+
+/// The PyTorch optimizer step's temporaries over `params` elements (see
+/// [`crate::optimizer::step_temporaries`]).
+pub(crate) fn torch_step_temporaries(
+    r: &Resolved,
+    p: &RankParams,
+    b: StateBytes,
+    params: u64,
+) -> Expr {
+    let t = &r.config.training;
+    crate::optimizer::step_temporaries(
+        t.optimizer.info(),
+        t.optimizer_impl,
+        b.state,
+        b.weight,
+        params,
+        p.largest_module,
+    )
+}
+
+/// Source of the PyTorch step temporaries.
+pub(crate) const TORCH_STEP_SOURCE: &str = "PyTorch torch/optim/_multi_tensor (foreach: temporaries for all parameters at once), fused (none) or the for-loop step (the largest tensor)";

@@ -1,0 +1,385 @@
+//! DeepSpeed ZeRO (stages 0-3, CPU / NVMe offload), on Hugging Face models (`deepspeed`)
+//! and under Megatron-DeepSpeed's model code (`megatron_deepspeed`): one set of options
+//! ([`ZeroOptions`], `ds_config.json` names), one memory model.
+
+use super::{EngineModel, Parallelism, Sizes, States, shard};
+use crate::activations::ModelCode;
+use crate::config::{MegatronDeepspeedOptions, Offload, ZeroOptions};
+use crate::error::Errors;
+use crate::limits;
+use crate::placement::RankParams;
+use crate::precision::{Framework, StateBytes};
+use crate::resolve::{Layout, Resolved};
+use crate::term::{Expr, Term, bytes, n};
+
+const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): the module running plus the prefetch bucket (stage3_prefetch_bucket_size), at most stage3_max_live_parameters but never less than one whole module";
+
+impl ZeroOptions {
+    /// Checks shared by both ZeRO engines.
+    fn validate_zero(&self, e: &mut Errors) {
+        if self.zero_stage > 3 {
+            e.add("engine.zero_stage", self.zero_stage, "must be 0, 1, 2 or 3");
+        }
+        if self.offload_param != Offload::None && self.zero_stage != 3 {
+            e.add(
+                "engine.offload_param",
+                format!("{:?}", self.offload_param).to_lowercase(),
+                "parameter offload needs zero_stage 3",
+            );
+        }
+        if self.offload_optimizer != Offload::None && self.zero_stage == 0 {
+            e.add(
+                "engine.offload_optimizer",
+                format!("{:?}", self.offload_optimizer).to_lowercase(),
+                "optimizer offload needs zero_stage 1, 2 or 3",
+            );
+        }
+        for (f, v) in [
+            ("engine.reduce_bucket_size", self.reduce_bucket_size),
+            (
+                "engine.stage3_prefetch_bucket_size",
+                self.stage3_prefetch_bucket_size,
+            ),
+            (
+                "engine.stage3_max_live_parameters",
+                self.stage3_max_live_parameters,
+            ),
+        ] {
+            e.range(f, v, 1, limits::MAX_PARAMS);
+        }
+    }
+
+    /// Parameter elements ZeRO-3 holds gathered at once: the largest module plus the
+    /// prefetch bucket, bounded by `stage3_max_live_parameters` but never below one whole
+    /// module, and never more than the GPU's parameters. Only the bounds that bind are
+    /// written.
+    fn live_elements(&self, p: &RankParams) -> Expr {
+        let largest = || n(p.largest_module, "params of the largest module");
+        let ahead = largest() + n(self.stage3_prefetch_bucket_size, "prefetched");
+        let mut live = if p.largest_module + self.stage3_prefetch_bucket_size
+            > self.stage3_max_live_parameters
+        {
+            Expr::min(vec![
+                ahead,
+                n(self.stage3_max_live_parameters, "max live params"),
+            ])
+        } else {
+            ahead
+        };
+        if live.bytes() < p.largest_module {
+            live = Expr::max(vec![live, largest()]);
+        }
+        if live.bytes() > p.total() {
+            live = Expr::min(vec![live, n(p.total(), "params")]);
+        }
+        live
+    }
+
+    fn zero_states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+        let l = &r.layout;
+        let stage = self.zero_stage;
+        let params = p.total();
+        let (dp, edp) = (l.shard_group(), l.expert_shard_group());
+        let off_opt = self.offload_optimizer != Offload::None;
+        let off_param = self.offload_param != Offload::None && stage == 3;
+        let shard_os = stage >= 1;
+        let sharded = |dense: Expr, expert: Expr| {
+            if shard_os {
+                shard(dense, dp, "data-parallel ranks")
+                    + shard(expert, edp, "expert-data-parallel ranks")
+            } else {
+                dense + expert
+            }
+        };
+        let zero = format!("DeepSpeed ZeRO stage {stage}");
+        let regime = super::regime_source(r);
+        let mut s = States::default();
+        // master weights, optimizer states and the fp32 gradient partition built for the step
+        if !off_opt {
+            s.master = Term::new(
+                sharded(
+                    bytes(b.master) * n(p.dense, "dense params"),
+                    bytes(b.master) * n(p.expert, "expert params"),
+                ),
+                format!("{zero} (ZeRO paper Sec. 3.1): fp32 master weights, sharded from stage 1"),
+            );
+            let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
+            s.optimizer = Term::new(
+                sharded(opt_dense, opt_expert),
+                format!(
+                    "{zero}: optimizer states sharded from stage 1; {}",
+                    super::optimizer_source(r)
+                ),
+            );
+            // The step upcasts the gradient partition to fp32: whole per parameter group in
+            // stage_1_and_2.py (`single_grad_partition`), one sub-group at a time in stage3.py
+            // (`_prepare_fp32_grad_for_sub_group`, `sub_group_size` elements).
+            let partition = if shard_os {
+                shard(n(params, "params"), dp, "data-parallel ranks")
+            } else {
+                n(params, "params")
+            };
+            let upcast = if stage == 3 && partition.bytes() > self.sub_group_size {
+                Expr::min(vec![partition, n(self.sub_group_size, "sub_group_size")])
+            } else {
+                partition
+            };
+            let fp32_grads = if b.master > 0 {
+                bytes(4) * upcast.clone()
+            } else {
+                Expr::zero()
+            };
+            let info = r.config.training.optimizer.info();
+            let temps = if info.fused_kernel {
+                Expr::zero()
+            } else {
+                n(info.foreach_temporaries as u64, "temporaries") * bytes(b.state) * upcast
+            };
+            s.step_temporaries = Term::new(
+                fp32_grads + temps,
+                "DeepSpeed stage_1_and_2.py single_grad_partition / stage3.py _prepare_fp32_grad_for_sub_group (fp32 gradient partition); DeepSpeed's fused Adam/LAMB allocate no temporaries",
+            );
+        }
+        // gradients in the weight dtype
+        if stage <= 1 {
+            s.gradients = Term::new(super::grad_bytes(b) * n(params, "params"), regime.clone());
+            s.grads_persistent = b.grad_accum > 0;
+        } else {
+            if !off_opt {
+                s.gradients = Term::new(
+                    shard(
+                        bytes(b.grad) * n(params, "params"),
+                        dp,
+                        "data-parallel ranks",
+                    ),
+                    format!("{zero}: gradients sharded from stage 2"),
+                );
+            }
+            // independent-partition gradient bucket (reduce_bucket_size elements)
+            let mut ipg = n(self.reduce_bucket_size, "reduce_bucket_size") * bytes(b.grad);
+            if self.overlap_comm {
+                ipg = ipg * n(2, "buffers with overlap_comm");
+            }
+            let all = bytes(b.grad) * n(params, "params");
+            s.comm = Term::new(
+                if ipg.bytes() > all.bytes() {
+                    Expr::min(vec![ipg, all])
+                } else {
+                    ipg
+                },
+                "DeepSpeed stage_1_and_2.py / stage3.py ipg_buffer (reduce_bucket_size, default 5e8; doubled with overlap_comm)",
+            );
+            s.grads_persistent = true;
+        }
+        // weights
+        if stage == 3 {
+            let persistent = p.small;
+            let partitioned = if off_param {
+                Expr::zero()
+            } else {
+                shard(
+                    bytes(b.weight)
+                        * (n(params, "params") - n(persistent, "persistent params")).label(""),
+                    dp,
+                    "data-parallel ranks",
+                )
+            };
+            s.weights = Term::new(
+                partitioned
+                    + bytes(b.weight)
+                        * n(
+                            persistent,
+                            "params in tensors under stage3_param_persistence_threshold",
+                        ),
+                format!(
+                    "{zero}: parameters partitioned over the data-parallel ranks, tensors under stage3_param_persistence_threshold kept whole"
+                ),
+            );
+            s.gathered = Term::new(bytes(b.weight) * self.live_elements(p), GATHER_SOURCE);
+        } else {
+            s.weights = Term::new(bytes(b.weight) * n(params, "params"), regime);
+        }
+        (s.cpu, s.nvme) = self.offload(r, p);
+        s
+    }
+
+    /// CPU and NVMe memory per node for offloaded states.
+    ///
+    /// * CPU offload: DeepSpeed's documented CPU memory per node for offloaded model states
+    ///   (deepspeed/runtime/zero: `estimate_zero2_model_states_mem_needs`,
+    ///   `estimate_zero3_model_states_mem_needs` with `zero_init=True`,
+    ///   `additional_buffer_factor` 1.5).
+    /// * NVMe offload (ZeRO-Infinity): the same states (without the 1.5 factor) on NVMe; CPU
+    ///   RAM holds the swap buffers: for optimizer states `buffer_count` (4) buffers of one
+    ///   fp32 sub-group (`sub_group_size` elements, capped at the partition), for parameters
+    ///   `buffer_count` (5) x `buffer_size` (1e8 elements) in half precision, per GPU.
+    fn offload(&self, r: &Resolved, p: &RankParams) -> (Term, Term) {
+        let l = &r.layout;
+        let stage = self.zero_stage;
+        let total = || n(r.params.total, "params");
+        let nodes = || n(l.nodes(), "nodes");
+        let opt = self.offload_optimizer != Offload::None;
+        let param = self.offload_param != Offload::None && stage == 3;
+        let nvme_opt = self.offload_optimizer == Offload::Nvme;
+        let nvme_param = self.offload_param == Offload::Nvme && stage == 3;
+        let buffer_factor = || (n(3, "").over(n(2, ""))).label("additional_buffer_factor");
+        let cpu_source = "DeepSpeed estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs (zero_init=True, additional_buffer_factor 1.5): CPU memory per node";
+        let nvme_source = "ZeRO-Infinity: states on NVMe; swap buffers in CPU memory (aio buffer_count 4 x sub_group_size fp32 for optimizer states, 5 x buffer_size 1e8 half-precision elements for parameters) per GPU";
+        if !nvme_opt && !nvme_param {
+            let states = match stage {
+                3 if param => (bytes(18) * total()).over(nodes()),
+                3 if opt => (bytes(16) * total()).over(nodes()),
+                1 | 2 if opt => {
+                    total() * Expr::max(vec![bytes(4) * n(l.num_gpus, "GPUs"), bytes(16)])
+                }
+                _ => return (Term::zero(), Term::zero()),
+            };
+            return (
+                Term::new((states * buffer_factor()).floor(), cpu_source),
+                Term::zero(),
+            );
+        }
+        let partition = p.total().div_ceil(l.shard_group());
+        let opt_buffers = if nvme_opt {
+            n(4, "buffers")
+                * bytes(4)
+                * Expr::min(vec![
+                    n(partition, "partition params"),
+                    n(self.sub_group_size, "sub_group_size"),
+                ])
+        } else {
+            Expr::zero()
+        };
+        let param_buffers = if nvme_param {
+            n(5, "buffers") * n(100_000_000, "buffer_size") * bytes(2)
+        } else {
+            Expr::zero()
+        };
+        let cpu_states = if !nvme_opt && opt {
+            (bytes(16) * total()).over(nodes()) * buffer_factor()
+        } else {
+            Expr::zero()
+        };
+        let cpu = cpu_states
+            + n(l.gpus_on_node(), "GPUs on the node") * (opt_buffers + param_buffers).label("");
+        let on_nvme = if nvme_opt {
+            (bytes(16) * total()).over(nodes())
+        } else {
+            Expr::zero()
+        } + if nvme_param {
+            (bytes(2) * total()).over(nodes())
+        } else {
+            Expr::zero()
+        };
+        (
+            Term::new(cpu.floor(), format!("{cpu_source}; {nvme_source}")),
+            Term::new(on_nvme.floor(), nvme_source),
+        )
+    }
+}
+
+impl EngineModel for ZeroOptions {
+    fn kind(&self) -> &'static str {
+        "deepspeed"
+    }
+    fn precision(&self) -> (Framework, u8) {
+        (Framework::DeepSpeed, self.zero_stage)
+    }
+    fn model_code(&self) -> ModelCode {
+        ModelCode::Transformers
+    }
+    fn parallelism(&self) -> Parallelism {
+        // AutoTP, the pipeline engine (no interleaved schedule), Ulysses, DeepSpeed-MoE
+        Parallelism {
+            sequence: false,
+            virtual_pipeline: false,
+            ..Parallelism::ALL
+        }
+    }
+    fn validate(&self, s: Sizes, _: Option<&Layout>, e: &mut Errors) {
+        self.validate_zero(e);
+        if self.zero_stage == 3 && s.tp > 1 {
+            e.add(
+                "parallelism.tensor_parallel_size",
+                s.tp,
+                "ZeRO-3 with tensor parallelism is not supported by plain DeepSpeed; use megatron_deepspeed or ZeRO 0-2 (AutoTP)",
+            );
+        }
+        if s.pp > 1 && self.zero_stage > 1 {
+            e.add(
+                "engine.zero_stage",
+                self.zero_stage,
+                "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
+            );
+        }
+    }
+    fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+        self.zero_states(r, p, b)
+    }
+    fn weight_shard(&self, l: &Layout) -> u64 {
+        if self.zero_stage == 3 {
+            l.shard_group()
+        } else {
+            1
+        }
+    }
+    fn gathered_elements(&self, p: &RankParams) -> Expr {
+        self.live_elements(p)
+    }
+    fn persistence_threshold(&self) -> u64 {
+        if self.zero_stage == 3 {
+            self.stage3_param_persistence_threshold
+        } else {
+            0
+        }
+    }
+    fn autocast(&self) -> bool {
+        false
+    }
+    fn supports_lora(&self) -> bool {
+        true
+    }
+}
+
+impl EngineModel for MegatronDeepspeedOptions {
+    fn kind(&self) -> &'static str {
+        "megatron_deepspeed"
+    }
+    fn precision(&self) -> (Framework, u8) {
+        self.0.precision()
+    }
+    fn model_code(&self) -> ModelCode {
+        ModelCode::Megatron
+    }
+    fn parallelism(&self) -> Parallelism {
+        Parallelism::ALL
+    }
+    fn validate(&self, s: Sizes, _: Option<&Layout>, e: &mut Errors) {
+        self.0.validate_zero(e);
+        if s.pp > 1 && self.0.zero_stage > 1 {
+            e.add(
+                "engine.zero_stage",
+                self.0.zero_stage,
+                "Megatron-DeepSpeed supports ZeRO stage 0 or 1 with pipeline parallelism",
+            );
+        }
+    }
+    fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+        self.0.zero_states(r, p, b)
+    }
+    fn weight_shard(&self, l: &Layout) -> u64 {
+        self.0.weight_shard(l)
+    }
+    fn gathered_elements(&self, p: &RankParams) -> Expr {
+        self.0.live_elements(p)
+    }
+    fn persistence_threshold(&self) -> u64 {
+        self.0.persistence_threshold()
+    }
+    fn autocast(&self) -> bool {
+        false
+    }
+    fn supports_lora(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,527 @@
+//! The estimate (API boundary) and its assembly.
+//!
+//! [`Estimate`] and the types inside it are what every caller sees (the CLI's `--json`,
+//! the wasm API, the web app): their JSON key names are stable. The estimators
+//! (`training`, `inference`, `serving`) build [`Phase`]s of [`Term`]s per pipeline stage;
+//! [`assemble`] picks the most loaded stage and its peak phase, adds the fixed overheads
+//! and reports every term of the peak with its formula and source.
+
+use crate::config::Mode;
+use crate::model::{ModelArch, ParamCounts};
+use crate::resolve::{GpuSpec, Layout, Resolved};
+pub use crate::term::ComponentDetail;
+use crate::term::{Term, bytes, f, n};
+use crate::units::MIB;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// What a GPU's allocated memory is made of. Every phase reports all of them (zero when
+/// absent), by [`Component::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Component {
+    Weights,
+    Gradients,
+    MasterWeights,
+    OptimizerStates,
+    Activations,
+    Logits,
+    GatheredParameters,
+    AutocastWeightCopies,
+    CommunicationBuffers,
+    OptimizerTemporaries,
+    ForwardTemporaries,
+    BackwardTemporaries,
+    AdapterWeights,
+    DequantizationBuffers,
+    KvCache,
+}
+
+impl Component {
+    /// Every component, in display order.
+    pub const ALL: [Component; 15] = [
+        Component::Weights,
+        Component::Gradients,
+        Component::MasterWeights,
+        Component::OptimizerStates,
+        Component::Activations,
+        Component::Logits,
+        Component::GatheredParameters,
+        Component::AutocastWeightCopies,
+        Component::CommunicationBuffers,
+        Component::OptimizerTemporaries,
+        Component::ForwardTemporaries,
+        Component::BackwardTemporaries,
+        Component::AdapterWeights,
+        Component::DequantizationBuffers,
+        Component::KvCache,
+    ];
+    /// The JSON key.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Component::Weights => "weights",
+            Component::Gradients => "gradients",
+            Component::MasterWeights => "master_weights",
+            Component::OptimizerStates => "optimizer_states",
+            Component::Activations => "activations",
+            Component::Logits => "logits",
+            Component::GatheredParameters => "gathered_parameters",
+            Component::AutocastWeightCopies => "autocast_weight_copies",
+            Component::CommunicationBuffers => "communication_buffers",
+            Component::OptimizerTemporaries => "optimizer_temporaries",
+            Component::ForwardTemporaries => "forward_temporaries",
+            Component::BackwardTemporaries => "backward_temporaries",
+            Component::AdapterWeights => "adapter_weights",
+            Component::DequantizationBuffers => "dequantization_buffers",
+            Component::KvCache => "kv_cache",
+        }
+    }
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+const COMPONENT_NAMES: [&str; 15] = {
+    let mut a = [""; 15];
+    let mut i = 0;
+    while i < 15 {
+        a[i] = Component::ALL[i].name();
+        i += 1;
+    }
+    a
+};
+
+/// Component names, in display order (the keys of every `components` map).
+pub const COMPONENTS: &[&str] = &COMPONENT_NAMES;
+
+/// Fixed memory outside the tensors, reported apart from the peak allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overhead {
+    CudaContext,
+    CublasWorkspace,
+    NcclBuffers,
+    AllocatorReserve,
+}
+
+impl Overhead {
+    pub const ALL: [Overhead; 4] = [
+        Overhead::CudaContext,
+        Overhead::CublasWorkspace,
+        Overhead::NcclBuffers,
+        Overhead::AllocatorReserve,
+    ];
+    /// The JSON key.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Overhead::CudaContext => "cuda_context",
+            Overhead::CublasWorkspace => "cublas_workspace",
+            Overhead::NcclBuffers => "nccl_buffers",
+            Overhead::AllocatorReserve => "allocator_reserve",
+        }
+    }
+}
+
+const OVERHEAD_NAMES: [&str; 4] = [
+    Overhead::ALL[0].name(),
+    Overhead::ALL[1].name(),
+    Overhead::ALL[2].name(),
+    Overhead::ALL[3].name(),
+];
+
+/// Overhead names, in display order.
+pub const OVERHEADS: &[&str] = &OVERHEAD_NAMES;
+
+/// A moment of a training step or of inference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseName {
+    Forward,
+    Backward,
+    OptimizerStep,
+    /// transformers `generate`: the prompt's forward pass.
+    Prefill,
+    /// transformers `generate`: one token with the whole KV cache.
+    Decode,
+    /// vLLM's profiling run (before the KV cache is allocated).
+    Profile,
+    /// vLLM serving: weights, profiled activations and the KV cache.
+    Serving,
+}
+
+impl PhaseName {
+    /// The JSON name (`optimizer_step`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PhaseName::Forward => "forward",
+            PhaseName::Backward => "backward",
+            PhaseName::OptimizerStep => "optimizer_step",
+            PhaseName::Prefill => "prefill",
+            PhaseName::Decode => "decode",
+            PhaseName::Profile => "profile",
+            PhaseName::Serving => "serving",
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for PhaseName {
+    fn eq(&self, o: &str) -> bool {
+        self.as_str() == o
+    }
+}
+
+impl PartialEq<&str> for PhaseName {
+    fn eq(&self, o: &&str) -> bool {
+        self.as_str() == *o
+    }
+}
+
+/// Memory at one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PhaseEstimate {
+    pub phase: PhaseName,
+    /// Bytes per component (all of [`COMPONENTS`]).
+    pub components: IndexMap<String, u64>,
+    /// Sum of the components, bytes.
+    pub allocated_bytes: u64,
+}
+
+/// One evaluated pipeline stage (a GPU of it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StageEstimate {
+    /// Pipeline stage index (0 = first).
+    pub stage: u64,
+    /// Decoder layers on the stage.
+    pub layers: u64,
+    /// Parameters held by a GPU of the stage before data-parallel sharding.
+    pub params_on_gpu: u64,
+    /// Its highest allocation and the phase where it occurs.
+    pub peak_allocated_bytes: u64,
+    pub peak_phase: PhaseName,
+}
+
+/// The result of [`crate::estimate`]. All sizes in bytes, for the most loaded GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Estimate {
+    /// The resolved model architecture.
+    pub model: ModelArch,
+    /// Exact parameter counts of the model.
+    pub params: ParamCounts,
+    /// The parallel layout after defaults.
+    pub layout: Layout,
+    /// The GPU the estimate is for.
+    pub gpu: GpuSpec,
+    /// Which GPU is the most loaded ("pipeline stage 0 of 4", or "every GPU").
+    pub most_loaded: String,
+    /// Parameters held by the most loaded GPU before data-parallel sharding
+    /// (after tensor, pipeline and expert parallelism).
+    pub params_on_gpu: u64,
+    /// The pipeline stages evaluated (first, second, last), the most loaded among them.
+    pub stages: Vec<StageEstimate>,
+    /// Bytes per component at the peak phase (all of [`COMPONENTS`]).
+    pub components: IndexMap<String, u64>,
+    /// Every phase of the most loaded stage.
+    pub phases: Vec<PhaseEstimate>,
+    /// The phase with the highest allocation.
+    pub peak_phase: PhaseName,
+    /// Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`).
+    pub peak_allocated_bytes: u64,
+    /// Fixed overheads outside the tensors (all of [`OVERHEADS`]).
+    pub overheads: IndexMap<String, u64>,
+    /// `peak_allocated_bytes` plus all overheads: what the GPU must hold.
+    pub total_bytes: u64,
+    /// The GPU's capacity.
+    pub gpu_memory_bytes: u64,
+    /// `total_bytes <= gpu_memory_bytes` (and, for vLLM, the KV cache holds one sequence of
+    /// `max_model_len` tokens).
+    pub fits: bool,
+    /// `total_bytes / gpu_memory_bytes`.
+    pub utilization: f64,
+    /// `gpu_memory_bytes - total_bytes` (negative when it does not fit).
+    pub headroom_bytes: i64,
+    /// CPU memory per node for offloaded states (DeepSpeed offload, FSDP CPU offload, paged
+    /// optimizer states); 0 without.
+    pub cpu_memory_bytes: u64,
+    /// NVMe space per node for states offloaded to NVMe (ZeRO-Infinity); 0 without.
+    pub nvme_bytes: u64,
+    /// Every non-zero term of the peak phase, the overheads, and the CPU and NVMe memory
+    /// (`cpu_memory`, `nvme`): bytes, formula with the numbers substituted, source.
+    pub details: Vec<ComponentDetail>,
+    /// Notes on the input (e.g. sequence longer than the model's context).
+    pub warnings: Vec<String>,
+    pub mode: Mode,
+    /// Trainable parameters (all of them, or the LoRA adapters; 0 for inference).
+    pub trainable_params: u64,
+    /// vLLM serving capacity (inference with engine `vllm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<ServingEstimate>,
+}
+
+/// vLLM-style serving capacity for one GPU (vllm/v1/worker/gpu_worker.py
+/// `determine_available_memory`, vllm/v1/core/kv_cache_utils.py).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ServingEstimate {
+    pub gpu_memory_utilization: f64,
+    /// GPU memory x utilization: what vLLM may use.
+    pub budget_bytes: u64,
+    pub weights_bytes: u64,
+    /// Peak activation of the profiling run (forward of max_num_batched_tokens, sampler).
+    pub peak_activation_bytes: u64,
+    /// Memory allocated outside PyTorch after start-up (kernels, NCCL).
+    pub non_torch_bytes: u64,
+    /// Budget minus the above (negative: no room for a KV cache).
+    pub kv_cache_bytes: i64,
+    /// KV-cache bytes per token (all layers of this GPU).
+    pub kv_bytes_per_token: u64,
+    /// Tokens the KV cache holds.
+    pub kv_cache_tokens: u64,
+    pub max_model_len: u64,
+    /// Sequences of `max_model_len` tokens that fit at once (vLLM "Maximum concurrency").
+    pub max_concurrency: f64,
+    /// The KV cache holds at least one sequence of `max_model_len` tokens.
+    pub fits: bool,
+    /// What vLLM would report.
+    pub message: String,
+    /// What one sequence of `max_model_len` tokens needs on this GPU: weights, profiled
+    /// activations, non-torch memory and its KV cache (the sweep's y value).
+    pub one_sequence_bytes: u64,
+}
+
+/// The terms of one phase, one slot per [`Component`].
+#[derive(Debug, Clone)]
+pub(crate) struct Phase {
+    pub name: PhaseName,
+    terms: [Option<Term>; 15],
+}
+
+impl Phase {
+    pub fn new(name: PhaseName) -> Phase {
+        Phase {
+            name,
+            terms: Default::default(),
+        }
+    }
+    /// Sets component `c` to `t` (zero terms are left out).
+    pub fn set(&mut self, c: Component, t: Term) -> &mut Phase {
+        self.terms[c.index()] = (!t.is_zero()).then_some(t);
+        self
+    }
+    /// Bytes of component `c`.
+    pub fn get(&self, c: Component) -> u64 {
+        self.terms[c.index()].as_ref().map_or(0, Term::bytes)
+    }
+    /// Sum of the components.
+    pub fn allocated(&self) -> u64 {
+        self.terms.iter().flatten().map(Term::bytes).sum()
+    }
+    fn estimate(&self) -> PhaseEstimate {
+        let components: IndexMap<String, u64> = Component::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), self.get(*c)))
+            .collect();
+        PhaseEstimate {
+            phase: self.name,
+            allocated_bytes: components.values().sum(),
+            components,
+        }
+    }
+    fn details(&self) -> impl Iterator<Item = ComponentDetail> + '_ {
+        Component::ALL
+            .iter()
+            .filter_map(|c| self.terms[c.index()].as_ref().map(|t| t.detail(c.name())))
+    }
+}
+
+/// The index of the peak phase (the first one on ties).
+pub(crate) fn peak_phase(phases: &[Phase]) -> usize {
+    (0..phases.len())
+        .max_by_key(|&i| (phases[i].allocated(), std::cmp::Reverse(i)))
+        .unwrap_or(0)
+}
+
+/// One pipeline stage evaluated by an estimator.
+pub(crate) struct StageOutcome {
+    pub stage: u64,
+    pub layers: u64,
+    pub params_on_gpu: u64,
+    pub phases: Vec<Phase>,
+    /// CPU memory per node (offloaded states, paged optimizer states).
+    pub cpu: Term,
+    /// NVMe space per node.
+    pub nvme: Term,
+    pub serving: Option<ServingEstimate>,
+}
+
+impl StageOutcome {
+    fn peak(&self) -> u64 {
+        self.phases
+            .get(peak_phase(&self.phases))
+            .map_or(0, Phase::allocated)
+    }
+}
+
+/// How the runtime adds to the fixed overheads.
+pub(crate) struct Overheads {
+    /// Communicators with more than one rank that a GPU belongs to.
+    pub communicators: u64,
+    /// vLLM's non-torch memory after start-up, which replaces the cuBLAS workspace term.
+    pub non_torch: Option<Term>,
+    /// The allocator reserve applies (vLLM sizes its cache from a budget instead).
+    pub reserve: bool,
+}
+
+/// The cuBLAS workspace of one GPU: `CUBLAS_WORKSPACE_CONFIG` default `:4096:8` (8 x 4 MiB)
+/// on Hopper and newer, `:4096:2:16:8` (2 x 4 MiB + 8 x 16 KiB) before (PyTorch
+/// `CublasHandlePool.cpp`).
+pub(crate) fn cublas_workspace(gpu: &GpuSpec) -> Term {
+    let e = if matches!(gpu.arch.as_str(), "hopper" | "blackwell") {
+        n(8, "workspaces") * bytes(4 * MIB)
+    } else {
+        n(2, "workspaces") * bytes(4 * MIB) + n(8, "workspaces") * bytes(16 * 1024)
+    };
+    Term::new(
+        e,
+        "PyTorch CublasHandlePool.cpp: CUBLAS_WORKSPACE_CONFIG default :4096:8 (Hopper, Blackwell) or :4096:2:16:8",
+    )
+}
+
+/// NCCL's buffers: per communicator, NCCL_BUFFSIZE (4 MiB) x 2 (send/recv) x 16 channels.
+pub(crate) fn nccl_buffers(communicators: u64) -> Term {
+    Term::new(
+        n(communicators, "communicators") * bytes(4 * MIB) * n(2, "directions") * n(16, "channels"),
+        "NCCL_BUFFSIZE default 4 MiB, send and receive, 16 channels per communicator",
+    )
+}
+
+fn overhead_terms(r: &Resolved, peak: u64, o: Overheads) -> [Term; 4] {
+    let gpu = &r.gpu;
+    let ctx = gpu.cuda_context_bytes;
+    let context = if ctx.is_multiple_of(MIB) {
+        n(ctx / MIB, "MiB") * n(MIB, "B per MiB")
+    } else {
+        bytes(ctx)
+    };
+    let context_source = if r.config.overheads.cuda_context_mib.is_some() {
+        "overheads.cuda_context_mib (user setting)".to_string()
+    } else if gpu.id == "custom" {
+        "the A100 measurement (published case GT-31) for a GPU of custom size".to_string()
+    } else {
+        format!(
+            "{} preset (presets/gpus.json): measured CUDA context",
+            gpu.name
+        )
+    };
+    let cublas = match o.non_torch {
+        Some(t) => t,
+        None => cublas_workspace(gpu),
+    };
+    let fraction = r.config.overheads.allocator_reserve_fraction;
+    let reserve = if o.reserve {
+        Term::new(
+            (n(peak, "B peak allocated") * f(fraction, "")).floor(),
+            "overheads.allocator_reserve_fraction (user setting): reserved / allocated - 1",
+        )
+    } else {
+        Term::zero()
+    };
+    [
+        Term::new(context, context_source),
+        cublas,
+        nccl_buffers(o.communicators),
+        reserve,
+    ]
+}
+
+/// The most loaded stage's estimate: its peak phase, the overheads, every term of the peak.
+pub(crate) fn assemble(
+    r: &Resolved,
+    mode: Mode,
+    outcomes: Vec<StageOutcome>,
+    overheads: Overheads,
+    trainable_params: u64,
+    warnings: Vec<String>,
+) -> Estimate {
+    let best_index = (0..outcomes.len())
+        .max_by_key(|&i| (outcomes[i].peak(), std::cmp::Reverse(outcomes[i].stage)))
+        .unwrap_or(0);
+    let stages: Vec<StageEstimate> = outcomes
+        .iter()
+        .map(|o| {
+            let p = peak_phase(&o.phases);
+            StageEstimate {
+                stage: o.stage,
+                layers: o.layers,
+                params_on_gpu: o.params_on_gpu,
+                peak_allocated_bytes: o.phases.get(p).map_or(0, Phase::allocated),
+                peak_phase: o.phases.get(p).map_or(PhaseName::Forward, |p| p.name),
+            }
+        })
+        .collect();
+    let Some(best) = outcomes.into_iter().nth(best_index) else {
+        unreachable!("every estimator evaluates at least one stage")
+    };
+    let peak = peak_phase(&best.phases);
+    let peak_allocated_bytes = best.phases[peak].allocated();
+    let terms = overhead_terms(r, peak_allocated_bytes, overheads);
+    let mut overhead_map = IndexMap::new();
+    for (o, t) in Overhead::ALL.iter().zip(&terms) {
+        overhead_map.insert(o.name().to_string(), t.bytes());
+    }
+    let total_bytes = peak_allocated_bytes + overhead_map.values().sum::<u64>();
+    let gpu_memory_bytes = r.gpu.memory_bytes;
+    let mut details: Vec<ComponentDetail> = best.phases[peak].details().collect();
+    for (o, t) in Overhead::ALL.iter().zip(&terms) {
+        if !t.is_zero() {
+            details.push(t.detail(o.name()));
+        }
+    }
+    for (name, t) in [("cpu_memory", &best.cpu), ("nvme", &best.nvme)] {
+        if !t.is_zero() {
+            details.push(t.detail(name));
+        }
+    }
+    let serving_fits = best.serving.as_ref().is_none_or(|s| s.fits);
+    let l = &r.layout;
+    Estimate {
+        model: r.arch.clone(),
+        params: r.params.clone(),
+        layout: *l,
+        gpu: r.gpu.clone(),
+        most_loaded: if l.pipeline_parallel_size > 1 {
+            format!(
+                "pipeline stage {} of {}",
+                best.stage, l.pipeline_parallel_size
+            )
+        } else {
+            "every GPU".to_string()
+        },
+        params_on_gpu: best.params_on_gpu,
+        stages,
+        components: best.phases[peak].estimate().components,
+        peak_phase: best.phases[peak].name,
+        phases: best.phases.iter().map(Phase::estimate).collect(),
+        peak_allocated_bytes,
+        overheads: overhead_map,
+        total_bytes,
+        gpu_memory_bytes,
+        fits: total_bytes <= gpu_memory_bytes && serving_fits,
+        utilization: total_bytes as f64 / gpu_memory_bytes.max(1) as f64,
+        headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
+        cpu_memory_bytes: best.cpu.bytes(),
+        nvme_bytes: best.nvme.bytes(),
+        details,
+        warnings,
+        mode,
+        trainable_params,
+        serving: best.serving,
+    }
+}

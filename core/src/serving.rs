@@ -1,0 +1,197 @@
+//! vLLM serving capacity: KV-cache memory = total x `gpu_memory_utilization` - weights -
+//! peak activation of the profiling run - non-torch memory (vllm/v1/worker/gpu_worker.py
+//! `determine_available_memory`; reproduces the published logs: 79.18 x 0.9 - 14.99 -
+//! 4.76 - 0.13 = 51.38 GiB for Llama-3.1-8B). The profiling run is a forward of
+//! `max_num_batched_tokens` tokens and a sampler run over `max_num_seqs` rows with
+//! top-k/top-p ([`vllm_sampler_bytes`]). SGLang goes beside it.
+
+use crate::config::{Attention, Inference, WeightFormat};
+use crate::inference::{
+    KV_SOURCE, activation_bytes, forward_workspace, kv_bytes_per_token, storage,
+};
+use crate::model::ModelArch;
+use crate::placement::{Stage, rank_params};
+use crate::report::{
+    Component, Phase, PhaseName, ServingEstimate, StageOutcome, cublas_workspace, nccl_buffers,
+};
+use crate::resolve::{GpuSpec, Resolved};
+use crate::term::{Expr, Term, bytes, f, n};
+use crate::units::GIB;
+use crate::weights::stage_weights;
+
+/// Bytes per element of vLLM's sampler pass (top-k = vocab - 1 and top-p = 0.9, as
+/// `_dummy_sampler_run` sets them), at the larger of two moments of `apply_top_k_top_p`
+/// (vllm/v1/sample/ops/topk_topp_sampler.py, native path):
+///
+/// * the sort: the bf16 logits (2 B), their fp32 copy (4), the sorted values (4) and int64
+///   indices (8) being written, ATen's int64 reverse indices (8) and CUB's second buffer of
+///   keys and values (4 + 8) (aten/src/ATen/native/cuda/SortStable.cu
+///   `segmented_sort_pairs` -> `cub::DeviceSegmentedSort::SortPairs`): 38 B;
+/// * the scatter: logits (2 + 4), sorted values and indices (12), the top-k mask (1), the
+///   softmax of the sorted values (4, kept by the cumulative sum), the top-p mask (1) and the
+///   scattered result (4): 28 B.
+const SAMPLER_BYTES_PER_LOGIT: u64 = {
+    let sort = 2 + 4 + (4 + 8) + 8 + (4 + 8);
+    let scatter = 2 + 4 + (4 + 8) + 1 + 4 + 1 + 4;
+    if sort > scatter { sort } else { scatter }
+};
+
+/// Bytes of vLLM's sampler pass over `rows` sequences and a `vocab` vocabulary during the
+/// profiling run (see [`SAMPLER_BYTES_PER_LOGIT`]).
+pub fn vllm_sampler_bytes(rows: u64, vocab: u64) -> u64 {
+    rows * vocab * SAMPLER_BYTES_PER_LOGIT
+}
+
+/// vLLM's cached rotary table: `max_position_embeddings x rotary_dim` in the model dtype,
+/// one per model (vllm/model_executor/layers/rotary_embedding `cos_sin_cache`).
+fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
+    if a.learned_position_embeddings > 0 {
+        return Expr::zero();
+    }
+    let rotary_dim = a.mla.as_ref().map_or(a.head_dim, |m| m.qk_rope_head_dim);
+    n(a.max_position_embeddings, "positions") * n(rotary_dim, "rotary dims") * bytes(act)
+}
+
+/// Memory allocated outside PyTorch by a vLLM worker after start-up (kernels loaded on first
+/// use, cuBLAS/NCCL state): 0.13 GiB measured for Llama-3.1-8B on one H100
+/// (llm-d empirical vLLM results, published_cases GT-45), plus this model's NCCL buffers
+/// when the model is split over GPUs.
+const VLLM_NON_TORCH_TP1: u64 = 139_586_437; // 0.13 GiB
+
+/// The non-torch memory at start-up that replaces the cuBLAS workspace among the overheads.
+pub(crate) fn non_torch_overhead(gpu: &GpuSpec) -> Term {
+    let cublas = cublas_workspace(gpu);
+    Term::new(
+        Expr::max(vec![
+            n(VLLM_NON_TORCH_TP1, "B non-torch measured on one GPU"),
+            cublas.expr.label(""),
+        ]),
+        "vLLM non-torch memory after start-up: 0.13 GiB measured for Llama-3.1-8B on one H100 (llm-d empirical vLLM results, published case GT-45), at least the cuBLAS workspace",
+    )
+}
+
+/// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
+pub(crate) fn vllm(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
+    let a = &r.arch;
+    let l = &r.layout;
+    let tp = l.tensor_parallel_size;
+    let (start, end) = l.stage_layers.range(st.index, l.pipeline_parallel_size);
+    let act = activation_bytes(inf.weight_format);
+    let fp16 = inf.weight_format == WeightFormat::Fp16;
+    let gpu = &r.gpu;
+    let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
+    let stored = stage_weights(r, st, storage(inf));
+    let weights = Term::new(
+        stored.expr + rotary_cache(a, act),
+        format!(
+            "{}; vLLM's rotary cos_sin_cache (max_position_embeddings x rotary dim)",
+            stored.source
+        ),
+    );
+    let t = inf.max_num_batched_tokens;
+    let rows = inf.max_num_seqs.min(t).max(1);
+    let fwd = forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
+    let sampler = if st.has_head {
+        n(t, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
+            + n(rows, "rows")
+                * n(a.vocab_size, "vocab")
+                * n(SAMPLER_BYTES_PER_LOGIT, "B per logit sampled")
+    } else {
+        Expr::zero()
+    };
+    let peak_act = Term::new(
+        crate::activations::max_bytes(vec![fwd, sampler]),
+        "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs)",
+    );
+    let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
+        .iter()
+        .filter(|&&g| g > 1)
+        .count() as u64;
+    let non_torch = non_torch_overhead(gpu).expr + nccl_buffers(communicators).expr;
+    let budget = (n(gpu.memory_bytes, "B GPU memory")
+        * f(inf.gpu_memory_utilization, "gpu_memory_utilization"))
+    .floor();
+    let kv = budget
+        .clone()
+        .label("budget")
+        .minus(weights.expr.clone().label("weights"))
+        .minus(peak_act.expr.clone().label("peak activation"))
+        .minus(non_torch.clone().label("non-torch"));
+    let kv_value = kv.value().to_i64();
+    let per_token = n(end - start, "layers")
+        * kv_bytes_per_token(a, inf.kv_cache_dtype, act, tp, inf.engine)
+            .label("B per token per layer");
+    let per_token_bytes = per_token.bytes();
+    let tokens = if kv_value > 0 {
+        kv_value as u64 / per_token_bytes.max(1)
+    } else {
+        0
+    };
+    let fits = tokens >= max_model_len;
+    let gib = |b: i64| b as f64 / GIB as f64;
+    let (weights_bytes, act_bytes, budget_bytes) =
+        (weights.bytes(), peak_act.bytes(), budget.bytes());
+    let message = if kv_value <= 0 {
+        format!(
+            "No available memory for the cache blocks: weights {:.2} GiB and activations {:.2} GiB exceed the {:.2} GiB budget. Try increasing gpu_memory_utilization or tensor parallelism.",
+            gib(weights_bytes as i64),
+            gib(act_bytes as i64),
+            gib(budget_bytes as i64)
+        )
+    } else if !fits {
+        format!(
+            "To serve at least one request with max_model_len ({max_model_len}), {:.2} GiB KV cache is needed, which is larger than the available KV cache memory ({:.2} GiB). Based on the available memory, the estimated maximum model length is {tokens}.",
+            gib((per_token_bytes * max_model_len) as i64),
+            gib(kv_value)
+        )
+    } else {
+        format!(
+            "KV cache {:.2} GiB, {tokens} tokens; maximum concurrency for {max_model_len} tokens per request: {:.2}x",
+            gib(kv_value),
+            tokens as f64 / max_model_len as f64
+        )
+    };
+    let non_torch_bytes = non_torch.bytes();
+    let serving = ServingEstimate {
+        gpu_memory_utilization: inf.gpu_memory_utilization,
+        budget_bytes,
+        weights_bytes,
+        peak_activation_bytes: act_bytes,
+        non_torch_bytes,
+        kv_cache_bytes: kv_value,
+        kv_bytes_per_token: per_token_bytes,
+        kv_cache_tokens: tokens,
+        max_model_len,
+        max_concurrency: tokens as f64 / max_model_len.max(1) as f64,
+        fits,
+        message,
+        one_sequence_bytes: weights_bytes
+            + act_bytes
+            + non_torch_bytes
+            + per_token_bytes * max_model_len,
+    };
+    let mut profile = Phase::new(PhaseName::Profile);
+    profile
+        .set(Component::Weights, weights.clone())
+        .set(Component::Activations, peak_act.clone());
+    let mut serve = Phase::new(PhaseName::Serving);
+    serve
+        .set(Component::Weights, weights)
+        .set(Component::Activations, peak_act)
+        .set(
+            Component::KvCache,
+            Term::new(
+                Expr::max(vec![kv, n(0, "")]),
+                format!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
+            ),
+        );
+    StageOutcome {
+        stage: st.index,
+        layers: st.layers(),
+        params_on_gpu: rank_params(r, st, 0).total(),
+        phases: vec![profile, serve],
+        cpu: Term::zero(),
+        nvme: Term::zero(),
+        serving: Some(serving),
+    }
+}

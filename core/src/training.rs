@@ -1,0 +1,584 @@
+//! The training estimate: memory of the most loaded GPU, by component and by phase.
+//!
+//! For each candidate pipeline stage ([`crate::placement::stages`]) the model computes three
+//! phases of a steady-state training step and keeps the stage and phase with the highest
+//! allocation:
+//!
+//! * **forward**: the larger of the end of the forward pass (model states, every saved
+//!   activation of every in-flight micro-batch, the loss's log-softmax) and a layer's own
+//!   working set while it runs (`activations::forward_transient`);
+//! * **backward**: the largest of three moments ([`Moment`]): the loss being differentiated
+//!   (all activations plus the loss gradients), the last layer's backward (its temporaries
+//!   and the output layer's weight gradient) and the end of backward (all gradients, the
+//!   first layer's saved tensors and temporaries; under full recomputation its recomputed
+//!   activations);
+//! * **optimizer step**: model states, gradients and the optimizer's temporaries. The first
+//!   step, where the optimizer allocates its states while the gradients exist, is this
+//!   same phase; its forward and backward run without optimizer states, so the first step
+//!   never peaks above the steady state (so measured in all 60 training probe records,
+//!   `first_step` in `tests/reference/probe_records.jsonl`).
+//!
+//! Model states come from the engine ([`crate::engines`]); fixed overheads (CUDA context,
+//! cuBLAS workspace, NCCL buffers, allocator reserve) are added by [`crate::report`].
+
+use crate::activations::{self, ActCtx, ModelCode};
+use crate::config::{Attention, Lora, Mode, Precision, Recompute, WeightFormat};
+use crate::engines::{EngineModel, States};
+use crate::loss::{LossMemory, loss_memory};
+use crate::model::{FfnKind, NormKind, Shape};
+use crate::placement::{RankParams, Stage, rank_params, stage_groups, stages};
+use crate::precision::StateBytes;
+use crate::report::{Component, Estimate, Overheads, Phase, PhaseName, StageOutcome, assemble};
+use crate::resolve::Resolved;
+use crate::term::{Expr, Term, bytes, n};
+use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
+
+/// Estimates a validated training problem.
+pub(crate) fn estimate_training(r: &Resolved) -> Estimate {
+    let outcomes: Vec<StageOutcome> = stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
+    let t = &r.config.training;
+    let mut warnings = r.warnings.clone();
+    if t.attention == Attention::Eager && t.seq_len >= 8192 {
+        warnings
+            .push("eager attention keeps b x heads x s^2 scores: consider sdpa or flash".into());
+    }
+    if t.optimizer.info().paged {
+        warnings.push("paged optimizer states live in CUDA unified memory (counted under CPU memory here): they use free GPU memory and spill to CPU RAM under pressure, slowing the step".into());
+    }
+    let l = &r.layout;
+    let communicators = if l.num_gpus > 1 {
+        [
+            l.data_parallel_size,
+            l.tensor_parallel_size,
+            l.pipeline_parallel_size,
+            l.context_parallel_size,
+            l.expert_parallel_size,
+        ]
+        .iter()
+        .filter(|&&g| g > 1)
+        .count() as u64
+    } else {
+        0
+    };
+    let trainable = match &t.lora {
+        Some(lo) => crate::lora::total_adapter_params(&r.arch, lo),
+        None => r.params.total,
+    };
+    assemble(
+        r,
+        Mode::Training,
+        outcomes,
+        Overheads {
+            communicators,
+            non_torch: None,
+            reserve: true,
+        },
+        trainable,
+        warnings,
+    )
+}
+
+/// The engine's model states with `b` bytes per element, and the optimizer step run inside
+/// backward where configured: each parameter's step runs in its gradient hook, so only the
+/// largest tensor's gradient exists at a time (torchtune `optimizer_in_bwd`).
+fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+    let mut s = engine.states(r, p, b);
+    if r.config.training.optimizer_in_backward {
+        let largest = || n(p.largest_module, "params of the largest tensor");
+        let source = "torchtune optimizer_in_bwd: each parameter steps in its gradient hook";
+        s.gradients = Term::new(
+            Expr::min(vec![
+                s.gradients.expr,
+                crate::engines::grad_bytes(b) * largest(),
+            ]),
+            source,
+        );
+        let info = r.config.training.optimizer.info();
+        s.step_temporaries = Term::new(
+            Expr::min(vec![
+                s.step_temporaries.expr,
+                n(info.foreach_temporaries as u64, "temporaries") * bytes(b.state) * largest(),
+            ]),
+            source,
+        );
+    }
+    s
+}
+
+/// Autocast's half copies of the fp32 linear weights for the matmuls: all of them through
+/// forward, or with full recomputation during backward the head's and one recomputed
+/// layer's (the cache is cleared when forward leaves the autocast region; checkpointed
+/// layers re-cast their weights when recomputed). PyTorch `torch.autocast`: the cast weight
+/// is an input saved by the matmul.
+fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) {
+    if !r.config.engine.model().autocast() || b.autocast_weight_copy == 0 {
+        return (Term::zero(), Term::zero());
+    }
+    let source =
+        "torch.autocast: a half copy of each fp32 linear weight per matmul, saved for backward";
+    let all = bytes(b.autocast_weight_copy)
+        * (n(p.linear, "linear weights") + n(p.tied_head, "tied head weights")).label("");
+    let backward = if r.config.training.activation_checkpointing == Recompute::Full {
+        bytes(b.autocast_weight_copy)
+            * (n(p.root_linear, "head weights")
+                + n(p.tied_head, "tied head weights")
+                + n(p.layer_linear, "linear weights of one layer"))
+            .label("")
+    } else {
+        all.clone()
+    };
+    (Term::new(all, source), Term::new(backward, source))
+}
+
+/// The storage format of the frozen base weights under LoRA.
+pub(crate) fn lora_base_format(r: &Resolved, lora: &Lora) -> WeightFormat {
+    lora.base_weight_format
+        .unwrap_or(if r.config.training.precision == Precision::Fp32 {
+            WeightFormat::Fp32
+        } else {
+            WeightFormat::Bf16
+        })
+}
+
+/// Model states under LoRA: the engine's rules applied to the adapters (trainable, in fp32
+/// by default: PEFT `autocast_adapter_dtype=True`), and the frozen base weights in their
+/// format, sharded and gathered as the engine shards and gathers weights (no gradients, no
+/// optimizer states). Returns the states (weights: the frozen base), the adapter weights,
+/// and the adapters' counts (for their autocast copies).
+fn lora_states(
+    r: &Resolved,
+    st: &Stage,
+    base: &RankParams,
+    lora: &Lora,
+    persistence: u64,
+) -> (States, Term, RankParams, StateBytes) {
+    use crate::lora::{adapter_params, is_targeted};
+    let engine = r.config.engine.model();
+    let tp = r.layout.tensor_parallel_size;
+    let ep = r.layout.expert_parallel_size;
+    let layout = r.config.training.optimizer.info().layout;
+    let b = r.bytes;
+    let adapter_bytes: u64 = if lora.adapters_fp32 || b.weight == 4 {
+        4
+    } else {
+        2
+    };
+    let mut pa = RankParams::default();
+    for sg in stage_groups(r, st) {
+        let g = &sg.group;
+        if !is_targeted(g, lora) {
+            continue;
+        }
+        let copies = sg.copies(ep) * sg.times;
+        let one = adapter_params(g, lora.rank, tp);
+        pa.dense += one * copies;
+        pa.linear += one * copies;
+        pa.largest_module = pa.largest_module.max(one);
+        pa.largest_layer = pa.largest_layer.max(one);
+        if one < persistence {
+            pa.small += one * copies;
+        }
+        // A (r x in) and B (out x r)
+        if let Shape::Linear {
+            in_features,
+            out_features,
+            ..
+        } = g.shape
+        {
+            pa.opt_dense.add(layout, lora.rank, in_features, copies);
+            pa.opt_dense.add(layout, out_features, lora.rank, copies);
+        }
+    }
+    let adapter_b = StateBytes {
+        weight: adapter_bytes,
+        grad: adapter_bytes,
+        master: 0,
+        state: adapter_bytes,
+        grad_accum: 0,
+        autocast_weight_copy: if b.autocast_weight_copy > 0 { 2 } else { 0 },
+        fp8_weight_cache: 0,
+        ..b
+    };
+    let mut s = engine_states(engine, r, &pa, adapter_b);
+    let adapters = std::mem::replace(&mut s.weights, Term::zero());
+    let adapters = Term::new(
+        adapters.expr,
+        format!(
+            "PEFT LoRA (Hu et al. 2021): A (r x in) and B (out x r) per targeted module; {}",
+            adapters.source
+        ),
+    );
+    let format = lora_base_format(r, lora);
+    let frozen = stage_weights(
+        r,
+        st,
+        Storage {
+            format,
+            group: 64,
+            zero_point: true,
+            double_quant: true,
+        },
+    );
+    let shard = engine.weight_shard(&r.layout);
+    let frozen_bytes = frozen.bytes();
+    s.weights = Term::new(
+        frozen.expr.div_ceil(n(shard, "GPUs sharing the weights")),
+        format!("frozen base model (PEFT LoRA); {}", frozen.source),
+    );
+    if shard > 1 {
+        // the frozen base is gathered like full weights (in its stored format)
+        s.gathered = Term::new(
+            (engine.gathered_elements(base).label("params gathered")
+                * n(frozen_bytes, "B of frozen weights"))
+            .div_floor(n(base.total(), "params")),
+            "the frozen base gathered as the engine gathers weights, in its stored format",
+        );
+    }
+    (s, adapters, pa, adapter_b)
+}
+
+/// The activation context for a GPU.
+fn act_ctx(r: &Resolved) -> ActCtx<'_> {
+    let t = &r.config.training;
+    let l = &r.layout;
+    let b = &r.bytes;
+    let autocast = b.autocast_weight_copy > 0 && r.config.engine.model().autocast();
+    ActCtx {
+        arch: &r.arch,
+        b: t.micro_batch_size,
+        s: t.seq_len / l.context_parallel_size,
+        s_full: t.seq_len,
+        tp: l.tensor_parallel_size,
+        sp: l.sequence_parallel,
+        ep: l.expert_parallel_size,
+        code: r.model_code,
+        attention: t.attention,
+        recompute: t.activation_checkpointing,
+        act: b.activation,
+        residual: if autocast { 4 } else { b.activation },
+        linear_input: b.linear_input,
+        autocast,
+        fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
+        lora: r.config.training.lora.as_ref(),
+    }
+}
+
+/// The activations of a stage and its layers' transients.
+struct ActivationResult {
+    /// Every saved activation of every in-flight micro-batch.
+    total: Term,
+    /// Extra bytes while a layer runs its backward (see `activations::backward_transient`).
+    transient: Expr,
+    /// Extra bytes while a layer runs its forward (see `activations::forward_transient`).
+    forward_transient: Expr,
+    /// What one layer keeps for backward when it is not recomputed (its saved tensors
+    /// stay alive while its own backward runs); 0 under full recomputation, where the
+    /// backward transient holds the recomputed ones.
+    layer_saved: Expr,
+}
+
+fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
+    let mut parts = Vec::new();
+    let (mut transients, mut forward, mut saved) = (Vec::new(), Vec::new(), Vec::new());
+    for (kind, count, label) in [
+        (FfnKind::Dense, st.dense_layers, "dense layers"),
+        (FfnKind::Moe, st.moe_layers, "MoE layers"),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let one = activations::layer_bytes(c, kind);
+        parts.push(n(count, label) * n(one, "B per layer"));
+        transients.push(activations::backward_transient(c, kind));
+        forward.push(activations::forward_transient(c, kind));
+        if c.recompute != Recompute::Full {
+            saved.push(n(one, "B saved by one layer"));
+        }
+    }
+    let tokens = || n(c.b * c.s, "tokens");
+    let h = r.arch.hidden_size;
+    if r.model_code == ModelCode::Transformers && r.arch.learned_position_embeddings == 0 {
+        // rotary cos and sin (b x s x rotary dim each), computed once per forward in the
+        // residual dtype and kept by every layer's rotary multiplications
+        // (transformers LlamaRotaryEmbedding.forward / apply_rotary_pos_emb)
+        let rotary_dim = r
+            .arch
+            .mla
+            .as_ref()
+            .map_or(r.arch.head_dim, |m| m.qk_rope_head_dim);
+        parts.push(
+            n(2, "rotary tables") * tokens() * n(rotary_dim, "rotary dims") * bytes(c.residual),
+        );
+    }
+    let sp = n(if c.sp { c.tp } else { 1 }, "sequence-parallel ranks");
+    if st.has_embedding {
+        // input ids (int64) and the embedding dropout mask (Megatron theoretical_memory_usage.py)
+        parts.push(bytes(8) * n(c.b * c.s, "input ids"));
+        if r.arch.hidden_dropout > 0.0 {
+            parts.push((tokens() * n(h, "hidden")).div_floor(sp.clone()));
+        }
+    }
+    if st.has_head {
+        // final norm and the LM head input
+        let head = match r.model_code {
+            ModelCode::Megatron => {
+                (n(2, "tensors") * tokens() * n(h, "hidden") * bytes(c.act)).div_floor(sp)
+            }
+            ModelCode::Transformers => {
+                let norm = match r.arch.norm {
+                    // frozen under LoRA: `weight * x` keeps only the weight
+                    NormKind::RmsNorm if c.lora.is_some() => {
+                        tokens() * n(h, "hidden") * bytes(4) + tokens() * bytes(4)
+                    }
+                    NormKind::RmsNorm => {
+                        tokens() * n(h, "hidden") * (bytes(4) + bytes(c.residual)).label("")
+                            + tokens() * bytes(4)
+                    }
+                    NormKind::LayerNorm => {
+                        tokens() * n(h, "hidden") * bytes(c.residual) + bytes(8) * tokens()
+                    }
+                };
+                norm + tokens() * n(h, "hidden") * bytes(c.linear_input)
+            }
+        };
+        parts.push(head);
+    }
+    let per = Expr::sum(parts);
+    let (num, den) = st.inflight;
+    let total = if num == den {
+        per
+    } else if den == 1 {
+        per.label("") * n(num, "in-flight micro-batches")
+    } else {
+        (per.label("") * n(num, "").over(n(den, "")).label("in-flight micro-batches")).floor()
+    };
+    ActivationResult {
+        total: Term::new(
+            total,
+            "tensors saved for backward per layer: Korthikanti et al. 2022 Table 2 (Megatron), transformers module internals (core/src/activations.rs layer_saved); in-flight micro-batches: Narayanan et al. 2021 Sec. 2.2",
+        ),
+        transient: activations::max_bytes(transients),
+        forward_transient: activations::max_bytes(forward),
+        layer_saved: activations::max_bytes(saved),
+    }
+}
+
+/// The moments of backward the model evaluates; the phase is the largest.
+#[derive(Debug, Clone, Copy)]
+enum Moment {
+    /// The loss is differentiated: every activation is still saved and the loss gradients
+    /// are at their peak, before any layer runs.
+    Loss,
+    /// The last layer's backward: its temporaries on top of the saved activations, the
+    /// logits the caller still holds and the output layer's weight gradient.
+    LastLayer,
+    /// The end: every gradient written, plus the first layer's temporaries; with tied
+    /// embeddings the output layer's gradient waits in autograd's input buffer until the
+    /// embedding's own gradient arrives and is added to it in place
+    /// (torch/csrc/autograd/input_buffer.cpp), so one extra vocab x hidden gradient is alive.
+    End,
+}
+
+fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
+    let engine = r.config.engine.model();
+    let persistence = engine.persistence_threshold();
+    let p = rank_params(r, st, persistence);
+    let lora = r.config.training.lora.as_ref();
+    let (mut s, adapter_weights, (autocast, autocast_backward)) = match lora {
+        None => {
+            let s = engine_states(engine, r, &p, r.bytes);
+            let copies = autocast_copies(r, &p, r.bytes);
+            (s, Term::zero(), copies)
+        }
+        Some(lo) => {
+            let (s, adapters, pa, ab) = lora_states(r, st, &p, lo, persistence);
+            let copies = autocast_copies(r, &pa, ab);
+            (s, adapters, copies)
+        }
+    };
+    if r.config.training.optimizer.info().paged && !s.optimizer.is_zero() {
+        // bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+        // (bitsandbytes/functional.py get_paged): outside PyTorch's allocator, so not in
+        // max_memory_allocated / reserved, and evicted to CPU RAM when the GPU is full
+        let paged = std::mem::replace(&mut s.optimizer, Term::zero());
+        s.cpu = s.cpu
+            + Term::new(
+                paged.expr,
+                "bitsandbytes get_paged (cudaMallocManaged): paged optimizer states in CUDA unified memory, outside the PyTorch peak (GPU when free, else CPU RAM)",
+            );
+    }
+    // QLoRA / quantized bases: bitsandbytes dequantizes each linear weight to 16 bits for its
+    // matmul, forward and backward (MatMul4Bit): one layer's worth at a time
+    let dequant = match lora {
+        Some(lo)
+            if !matches!(
+                lora_base_format(r, lo),
+                WeightFormat::Bf16 | WeightFormat::Fp16 | WeightFormat::Fp32
+            ) =>
+        {
+            let (rows, cols) = largest_quantized_matrix(r, st);
+            Term::new(
+                bytes(2) * n(rows, "rows") * n(cols, "cols of the largest quantized matrix"),
+                "bitsandbytes MatMul4Bit / MatMul8bitLt: each quantized weight dequantized to 16 bits for its matmul, one at a time",
+            )
+        }
+        _ => Term::zero(),
+    };
+    let c = act_ctx(r);
+    let act = stage_activations(r, st, &c);
+    let loss = if st.has_head {
+        loss_memory(r, &c)
+    } else {
+        LossMemory::none()
+    };
+    let keep_grads = r.config.training.gradient_accumulation_steps > 1 || s.grads_persistent;
+    let grads_fwd = if keep_grads {
+        s.gradients.clone()
+    } else {
+        Term::zero()
+    };
+    let common = |ph: &mut Phase| {
+        ph.set(Component::Weights, s.weights.clone())
+            .set(Component::MasterWeights, s.master.clone())
+            .set(Component::OptimizerStates, s.optimizer.clone())
+            .set(Component::CommunicationBuffers, s.comm.clone())
+            .set(Component::AdapterWeights, adapter_weights.clone());
+    };
+    // forward: the larger of the loss computation at the end and a layer's own working
+    // set while it runs (eager attention scores, the MLP under full recomputation)
+    let mut fwd = Phase::new(PhaseName::Forward);
+    common(&mut fwd);
+    if act.forward_transient.bytes() > loss.forward.bytes() {
+        fwd.set(
+            Component::ForwardTemporaries,
+            Term::new(
+                act.forward_transient.clone(),
+                "core/src/activations.rs forward_transient: one layer's own working set while it runs forward (transformers eager_attention_forward scores and softmax; the MLP under full recomputation), larger than the loss computation",
+            ),
+        );
+    } else {
+        fwd.set(Component::Logits, loss.forward.clone());
+    }
+    fwd.set(Component::Gradients, grads_fwd.clone())
+        .set(Component::Activations, act.total.clone())
+        .set(Component::GatheredParameters, s.gathered.clone())
+        .set(Component::AutocastWeightCopies, autocast)
+        .set(Component::DequantizationBuffers, dequant.clone());
+
+    // backward: the largest of three moments
+    let head_grad = if st.has_head && lora.is_none() && r.model_code != ModelCode::Megatron {
+        Term::new(
+            n(
+                r.arch.vocab_size.div_ceil(r.layout.tensor_parallel_size),
+                "vocab rows",
+            ) * n(r.arch.hidden_size, "hidden")
+                * bytes(r.bytes.weight),
+            "the output layer's weight gradient, written during the last layer's backward",
+        )
+    } else {
+        Term::zero()
+    };
+    let tied_extra = if r.arch.tie_word_embeddings && st.has_embedding {
+        Term::new(
+            head_grad.expr.clone(),
+            "torch/csrc/autograd/input_buffer.cpp: the tied output layer's gradient waits for the embedding's",
+        )
+    } else {
+        Term::zero()
+    };
+    // the gradients alive at the last layer's backward: those kept across micro-batches,
+    // else the output layer's (never more than all of them)
+    let grads_last_layer = if keep_grads {
+        s.gradients.clone()
+    } else {
+        Term::new(
+            Expr::min(vec![head_grad.expr.clone(), s.gradients.expr.clone()]),
+            head_grad.source.clone(),
+        )
+    };
+    let transient_source = "core/src/activations.rs backward_transient: one layer's gradient intermediates (and under full recomputation its recomputed activations)";
+    let moments = [
+        (
+            Moment::Loss,
+            act.total.bytes()
+                + autocast_backward.bytes()
+                + grads_fwd.bytes()
+                + loss.backward.bytes(),
+        ),
+        (
+            Moment::LastLayer,
+            act.total.bytes()
+                + autocast_backward.bytes()
+                + grads_last_layer.bytes()
+                + loss.kept.bytes()
+                + act.transient.bytes(),
+        ),
+        (
+            Moment::End,
+            s.gradients.bytes()
+                + tied_extra.bytes()
+                + loss.kept.bytes()
+                + act.transient.bytes()
+                + act.layer_saved.bytes(),
+        ),
+    ];
+    // the last of the largest (as `Iterator::max_by_key`)
+    let moment = moments
+        .iter()
+        .fold(moments[0], |best, m| if m.1 >= best.1 { *m } else { best })
+        .0;
+    let mut bwd = Phase::new(PhaseName::Backward);
+    common(&mut bwd);
+    match moment {
+        Moment::Loss => {
+            bwd.set(Component::Gradients, grads_fwd)
+                .set(Component::Logits, loss.backward)
+                .set(Component::Activations, act.total.clone())
+                .set(Component::AutocastWeightCopies, autocast_backward);
+        }
+        Moment::LastLayer => {
+            bwd.set(Component::Gradients, grads_last_layer)
+                .set(Component::Logits, loss.kept)
+                .set(Component::Activations, act.total.clone())
+                .set(Component::AutocastWeightCopies, autocast_backward)
+                .set(
+                    Component::BackwardTemporaries,
+                    Term::new(
+                        act.transient,
+                        format!("the last layer's backward: {transient_source}"),
+                    ),
+                );
+        }
+        Moment::End => {
+            bwd.set(Component::Gradients, s.gradients.clone() + tied_extra)
+                .set(Component::Logits, loss.kept)
+                .set(
+                    Component::BackwardTemporaries,
+                    Term::new(
+                        act.transient + act.layer_saved,
+                        format!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
+                    ),
+                );
+        }
+    }
+    bwd.set(
+        Component::GatheredParameters,
+        s.gathered.clone() + s.gathered_grads.clone(),
+    )
+    .set(Component::DequantizationBuffers, dequant);
+
+    let mut step = Phase::new(PhaseName::OptimizerStep);
+    common(&mut step);
+    step.set(Component::Gradients, s.gradients.clone())
+        .set(Component::OptimizerTemporaries, s.step_temporaries.clone());
+
+    StageOutcome {
+        stage: st.index,
+        layers: st.layers(),
+        params_on_gpu: p.total(),
+        phases: vec![fwd, bwd, step],
+        cpu: s.cpu,
+        nvme: s.nvme,
+        serving: None,
+    }
+}

@@ -1,0 +1,198 @@
+//! Weight storage formats: bytes of a weight matrix in each [`WeightFormat`] with the
+//! quantization constants the format stores, and the weights one GPU of a stage holds in a
+//! format (inference, and the frozen base of LoRA / QLoRA).
+//!
+//! Quantized formats apply to the linear layers of the decoder blocks
+//! ([`crate::model::ParamGroup::is_quantized`]); embeddings, the LM head, norms, biases and
+//! MoE routers stay in 16 bits, as GPTQ, AWQ, bitsandbytes and compressed-tensors
+//! checkpoints keep them.
+
+use crate::config::WeightFormat;
+use crate::placement::{Stage, stage_groups};
+use crate::resolve::Resolved;
+use crate::term::{Expr, Term, bytes, n};
+
+/// One part of a stored matrix: `unit` bytes (`None`: the count is already bytes) times
+/// `count`, named by `label`.
+type Part = (Option<u64>, u64, &'static str);
+
+/// The parts of one `rows x cols` (out x in) weight matrix stored in `format`:
+///
+/// * `fp32` 4 B, `bf16`/`fp16` 2 B per element;
+/// * `fp8`: 1 B + one fp32 scale per output channel (compressed-tensors FP8 "channel");
+/// * `int8` (LLM.int8): 1 B + one fp32 row scale `SCB` per output row (bitsandbytes `Int8Params`);
+/// * `int4` (GPTQ): 4 bits per weight, per group of `group` input channels an fp16 scale
+///   and (with zero points) a 4-bit packed zero per output channel, plus an int32 `g_idx`
+///   per input channel (AutoGPTQ / GPTQModel `QuantLinear`);
+/// * `awq`: as `int4` without `g_idx` (AutoAWQ `WQLinear_GEMM`);
+/// * `nf4` (bitsandbytes): 4 bits per weight, one absmax per 64 weights: fp32, or with
+///   double quantization an 8-bit absmax plus an fp32 absmax per 256 blocks, a 256-entry
+///   fp32 code table and an fp32 offset; the NF4 code table (16 fp32) (bitsandbytes `QuantState`);
+/// * `mxfp4`: 4 bits per weight and an 8-bit E8M0 scale per 32 (OCP Microscaling v1.0).
+fn matrix_parts(
+    format: WeightFormat,
+    rows: u64,
+    cols: u64,
+    group: u64,
+    zero_point: bool,
+    double_quant: bool,
+) -> Vec<Part> {
+    let numel = rows * cols;
+    let packed4: Part = (None, numel.div_ceil(2), "B of packed int4 weights");
+    match format {
+        WeightFormat::Fp32 => vec![(Some(4), numel, "params")],
+        WeightFormat::Bf16 | WeightFormat::Fp16 => vec![(Some(2), numel, "params")],
+        WeightFormat::Fp8 => vec![
+            (Some(1), numel, "fp8 params"),
+            (Some(4), rows, "per-channel scales"),
+        ],
+        WeightFormat::Int8 => vec![
+            (Some(1), numel, "int8 params"),
+            (Some(4), rows, "row scales"),
+        ],
+        WeightFormat::Int4 | WeightFormat::Awq => {
+            let groups = cols.div_ceil(group.max(1));
+            let mut v = vec![packed4, (Some(2), groups * rows, "group scales")];
+            if zero_point {
+                v.push((
+                    None,
+                    (groups * rows).div_ceil(2),
+                    "B of packed int4 zero points",
+                ));
+            }
+            if format == WeightFormat::Int4 {
+                v.push((Some(4), cols, "g_idx entries"));
+            }
+            v
+        }
+        WeightFormat::Nf4 => {
+            let blocks = numel.div_ceil(64);
+            let mut v = vec![packed4];
+            if double_quant {
+                v.extend([
+                    (None, blocks, "B of int8 absmax"),
+                    (Some(4), blocks.div_ceil(256), "second-level absmax"),
+                    (Some(4), 256 + 1, "code table entries and offset"),
+                ]);
+            } else {
+                v.push((Some(4), blocks, "absmax blocks"));
+            }
+            v.push((Some(4), 16, "NF4 code entries"));
+            v
+        }
+        WeightFormat::Mxfp4 => vec![packed4, (None, numel.div_ceil(32), "B of E8M0 scales")],
+    }
+}
+
+/// Bytes of one `rows x cols` (out x in) weight matrix in `format`, with its quantization
+/// constants (the parts are listed on the format's variant and in this module's source).
+pub fn matrix_bytes(
+    format: WeightFormat,
+    rows: u64,
+    cols: u64,
+    group: u64,
+    zero_point: bool,
+    double_quant: bool,
+) -> u64 {
+    matrix_parts(format, rows, cols, group, zero_point, double_quant)
+        .iter()
+        .map(|(u, c, _)| u.unwrap_or(1) * c)
+        .sum()
+}
+
+/// Bytes per element of a 16-bit (or fp32) tensor kept unquantized next to `format` weights.
+pub fn unquantized_bytes(format: WeightFormat) -> u64 {
+    if format == WeightFormat::Fp32 { 4 } else { 2 }
+}
+
+/// How a checkpoint stores its weights.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Storage {
+    pub format: WeightFormat,
+    /// Input channels per quantization group (`int4` / `awq`).
+    pub group: u64,
+    pub zero_point: bool,
+    pub double_quant: bool,
+}
+
+/// The weights one GPU of `stage` holds in `s`'s format, quantization constants included.
+pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
+    let tp = r.layout.tensor_parallel_size;
+    let ep = r.layout.expert_parallel_size;
+    let unq = unquantized_bytes(s.format);
+    let mut parts: Vec<Part> = Vec::new();
+    let mut add = |(unit, count, label): Part, times: u64| match parts
+        .iter_mut()
+        .find(|p| p.2 == label && p.0 == unit)
+    {
+        Some(p) => p.1 += count * times,
+        None => parts.push((unit, count * times, label)),
+    };
+    let plain = matches!(
+        s.format,
+        WeightFormat::Fp32 | WeightFormat::Bf16 | WeightFormat::Fp16
+    );
+    let unq_label = if plain { "params" } else { "params in bf16" };
+    for sg in stage_groups(r, st) {
+        let g = &sg.group;
+        let times = sg.copies(ep) * sg.times;
+        let shapes = g.rank_shapes(tp);
+        if g.is_quantized() {
+            let (rows, cols) = shapes[0];
+            for p in matrix_parts(s.format, rows, cols, s.group, s.zero_point, s.double_quant) {
+                add(p, times);
+            }
+            let bias: u64 = shapes[1..].iter().map(|(r, c)| r * c).sum();
+            add((Some(unq), bias, unq_label), times);
+        } else {
+            let numel: u64 = shapes.iter().map(|(r, c)| r * c).sum();
+            add((Some(unq), numel, unq_label), times);
+        }
+    }
+    let expr = Expr::sum(parts.into_iter().map(|(unit, count, label)| match unit {
+        Some(u) => bytes(u) * n(count, label),
+        None => n(count, label),
+    }));
+    let source = if plain {
+        "parameter elements of this GPU (core/src/model.rs inventory, split by TP, PP and EP) x bytes per element"
+    } else {
+        "GPTQ/AWQ/bitsandbytes/compressed-tensors storage formats (core/src/weights.rs matrix_parts): linear layers of the decoder blocks quantized, the rest in 16 bits"
+    };
+    Term::new(expr, source)
+}
+
+/// The largest quantized linear layer one GPU of `stage` holds: `(rows, cols)` of its matrix.
+pub(crate) fn largest_quantized_matrix(r: &Resolved, st: &Stage) -> (u64, u64) {
+    let tp = r.layout.tensor_parallel_size;
+    stage_groups(r, st)
+        .iter()
+        .filter(|sg| sg.group.is_quantized())
+        .map(|sg| sg.group.rank_shapes(tp)[0])
+        .max_by_key(|(r, c)| r * c)
+        .unwrap_or((0, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gptq_and_nf4_of_one_matrix() {
+        // 4096 x 11008 GPTQ g128 with zero points: 22 544 384 B weights, 86 groups x 4096
+        // rows: scales 704 512 B, zeros 176 128 B, g_idx 11008 x 4 = 44 032 B
+        assert_eq!(
+            matrix_bytes(WeightFormat::Int4, 4096, 11008, 128, true, true),
+            22_544_384 + 704_512 + 176_128 + 44_032
+        );
+        // NF4 double-quant of 4096 x 4096: 8 388 608 B + 262 144 absmax bytes + 1024 second-level
+        // absmax x 4 + code 1024 + offset 4 + NF4 code 64
+        assert_eq!(
+            matrix_bytes(WeightFormat::Nf4, 4096, 4096, 64, false, true),
+            8_388_608 + 262_144 + 4096 + 1028 + 64
+        );
+        assert_eq!(
+            matrix_bytes(WeightFormat::Mxfp4, 4096, 4096, 32, false, false),
+            8_388_608 + 524_288
+        );
+    }
+}

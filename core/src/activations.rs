@@ -24,14 +24,7 @@ use crate::config::{Attention, Recompute};
 use crate::model::{FfnKind, MlpKind, ModelArch, NormKind};
 use crate::term::{Expr, bytes, n};
 
-/// Whose model code runs, which decides what a layer keeps for backward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelCode {
-    /// Megatron-LM / Megatron-Core (also Megatron-DeepSpeed): Korthikanti et al. 2022.
-    Megatron,
-    /// Hugging Face transformers modules on PyTorch (DDP, FSDP, DeepSpeed, inference).
-    Transformers,
-}
+pub use crate::precision::ModelCode;
 
 /// Inputs of the activation model for one GPU.
 #[derive(Debug, Clone, Copy)]

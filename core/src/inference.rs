@@ -1,5 +1,5 @@
 //! Inference: the KV cache, the forward pass's workspace, and transformers `generate`
-//! (engine `hf`); vLLM serving is in [`crate::serving`].
+//! (engine `hf`); vLLM serving, built on these, is in `serving.rs`.
 //!
 //! * **Weights** in their storage format ([`crate::weights`]).
 //! * **KV cache** per token and layer: `2 x kv_heads x head_dim x bytes` (GQA/MQA; with
@@ -14,8 +14,8 @@
 use crate::config::{Attention, Inference, InferenceEngine, KvCacheDtype, Mode, WeightFormat};
 use crate::model::{MlpKind, ModelArch};
 use crate::placement::{Stage, rank_params, stages};
+use crate::problem::Resolved;
 use crate::report::{Component, Estimate, Overheads, Phase, PhaseName, StageOutcome, assemble};
-use crate::resolve::Resolved;
 use crate::term::{Expr, Term, bytes, n};
 use crate::weights::{Storage, stage_weights};
 
@@ -204,18 +204,21 @@ pub(crate) fn storage(inf: &Inference) -> Storage {
     }
 }
 
-/// Estimates inference: transformers `generate` (engine `hf`) phases, or vLLM serving
-/// capacity (engine `vllm`, [`crate::serving`]).
-pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
+/// An inference estimate from `per_stage`, the runtime's model of one pipeline stage
+/// (transformers `generate` here, vLLM in [`crate::serving`]): every candidate stage, the
+/// runtime's warnings, the overheads (NCCL communicators of TP and PP; vLLM replaces the
+/// cuBLAS workspace with its non-torch memory and has no allocator reserve).
+pub(crate) fn estimate_stages(
+    r: &Resolved,
+    per_stage: fn(&Resolved, &Stage, &Inference) -> StageOutcome,
+    non_torch: Option<Term>,
+) -> Estimate {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
     let mut warnings = r.warnings.clone();
     let mut outcomes = Vec::new();
     for st in stages(r) {
-        let o = match inf.engine {
-            InferenceEngine::Hf => generate(r, &st, &inf),
-            InferenceEngine::Vllm => crate::serving::vllm(r, &st, &inf),
-        };
+        let o = per_stage(r, &st, &inf);
         if let Some(s) = o.serving.as_ref().filter(|s| !s.fits) {
             warnings.push(s.message.clone());
         }
@@ -231,19 +234,24 @@ pub(crate) fn estimate_inference(r: &Resolved) -> Estimate {
         .iter()
         .filter(|&&g| g > 1)
         .count() as u64;
-    let vllm = inf.engine == InferenceEngine::Vllm;
+    let reserve = non_torch.is_none();
     assemble(
         r,
         Mode::Inference,
         outcomes,
         Overheads {
             communicators,
-            non_torch: vllm.then(|| crate::serving::non_torch_overhead(&r.gpu)),
-            reserve: !vllm,
+            non_torch,
+            reserve,
         },
         0,
         warnings,
     )
+}
+
+/// Estimates transformers `generate` (inference engine `hf`).
+pub(crate) fn estimate_generate(r: &Resolved) -> Estimate {
+    estimate_stages(r, generate, None)
 }
 
 /// transformers `generate` on one stage: the prefill of the prompt (or one chunk of it)

@@ -43,6 +43,7 @@ pub mod optimizer;
 pub(crate) mod placement;
 pub mod precision;
 pub mod presets;
+pub mod problem;
 pub mod report;
 pub mod resolve;
 pub mod seed;
@@ -70,7 +71,15 @@ pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
     let r = resolve::resolve(config)?;
     Ok(match config.effective_mode() {
         Mode::Training => training::estimate_training(&r),
-        Mode::Inference => inference::estimate_inference(&r),
+        Mode::Inference => match config
+            .inference
+            .as_ref()
+            .map(|i| i.engine)
+            .unwrap_or_default()
+        {
+            config::InferenceEngine::Hf => inference::estimate_generate(&r),
+            config::InferenceEngine::Vllm => serving::estimate_vllm(&r),
+        },
     })
 }
 

@@ -3,7 +3,7 @@
 
 use crate::activations::{ActCtx, ModelCode};
 use crate::config::LossImpl;
-use crate::resolve::Resolved;
+use crate::problem::Resolved;
 use crate::term::{Term, bytes, n};
 
 /// Memory of the output head and loss on the last pipeline stage, per GPU.

@@ -4,7 +4,7 @@
 
 use crate::model::{FfnKind, ParamGroup, Part, Shape};
 use crate::optimizer::StateCount;
-use crate::resolve::Resolved;
+use crate::problem::Resolved;
 
 /// A pipeline stage evaluated as a candidate most loaded GPU.
 #[derive(Debug, Clone)]

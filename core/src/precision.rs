@@ -33,6 +33,15 @@ pub enum Framework {
     Megatron,
 }
 
+/// Whose model code runs, which decides what a layer keeps for backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelCode {
+    /// Megatron-LM / Megatron-Core (also Megatron-DeepSpeed): Korthikanti et al. 2022.
+    Megatron,
+    /// Hugging Face transformers modules on PyTorch (DDP, FSDP, DeepSpeed, inference).
+    Transformers,
+}
+
 /// Bytes per parameter (per element) of each model-state buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

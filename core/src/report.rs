@@ -8,7 +8,7 @@
 
 use crate::config::Mode;
 use crate::model::{ModelArch, ParamCounts};
-use crate::resolve::{GpuSpec, Layout, Resolved};
+use crate::problem::{GpuSpec, Layout, Resolved};
 pub use crate::term::ComponentDetail;
 use crate::term::{Term, bytes, f, n};
 use crate::units::MIB;

@@ -2,121 +2,19 @@
 //! the model architecture parsed and the parallel layout checked. Every rejection is a
 //! [`FieldError`] naming the field, the value and what is allowed.
 
-use crate::activations::ModelCode;
 use crate::config::{Config, Mode};
 use crate::engines::Sizes;
 use crate::error::{Errors, FieldError, short};
 use crate::hf;
 use crate::limits;
-use crate::model::{ModelArch, ParamCounts};
-use crate::precision::{self, Framework, StateBytes};
+use crate::model::ModelArch;
+use crate::precision::ModelCode;
+use crate::precision::{self, Framework};
 use crate::presets;
 use crate::units::{self, MIB};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-/// The GPU the estimate is for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct GpuSpec {
-    /// Preset id, or `custom`.
-    pub id: String,
-    pub name: String,
-    /// Capacity in bytes.
-    pub memory_bytes: u64,
-    /// CUDA context + driver memory in bytes.
-    pub cuda_context_bytes: u64,
-    /// Architecture family (`hopper`, ...), `unknown` for a custom size.
-    pub arch: String,
-}
-
-/// The parallel layout after defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Layout {
-    pub num_gpus: u64,
-    pub data_parallel_size: u64,
-    pub tensor_parallel_size: u64,
-    pub pipeline_parallel_size: u64,
-    pub context_parallel_size: u64,
-    pub expert_parallel_size: u64,
-    /// Virtual stages per pipeline rank (1 = not interleaved).
-    pub virtual_pipeline_parallel_size: u64,
-    pub sequence_parallel: bool,
-    pub gpus_per_node: u64,
-    /// Decoder layers on each pipeline stage, first to last.
-    pub stage_layers: StageLayers,
-}
-
-impl Layout {
-    /// The ranks that hold the same weights and over which ZeRO, FSDP and the distributed
-    /// optimizer shard: the data-parallel group times the context-parallel group (Megatron
-    /// `data_parallel_group_with_cp`, DeepSpeed-Ulysses' sequence-data-parallel group,
-    /// torchtitan's `dp_shard_cp` mesh).
-    pub fn shard_group(&self) -> u64 {
-        self.data_parallel_size * self.context_parallel_size
-    }
-    /// The shard group of routed experts: the shard group divided over expert parallelism.
-    pub fn expert_shard_group(&self) -> u64 {
-        (self.shard_group() / self.expert_parallel_size).max(1)
-    }
-    /// Nodes in the job.
-    pub fn nodes(&self) -> u64 {
-        self.num_gpus.div_ceil(self.gpus_per_node).max(1)
-    }
-    /// GPUs on one (full) node.
-    pub fn gpus_on_node(&self) -> u64 {
-        self.num_gpus.min(self.gpus_per_node)
-    }
-}
-
-/// How the decoder layers are split over the pipeline stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct StageLayers {
-    pub first: u64,
-    /// Each stage between the first and the last.
-    pub middle: u64,
-    pub last: u64,
-}
-
-impl StageLayers {
-    /// The layer index range `[start, end)` of stage `s` of `pp`.
-    pub fn range(&self, s: u64, pp: u64) -> (u64, u64) {
-        if pp == 1 {
-            return (0, self.first);
-        }
-        let start = if s == 0 {
-            0
-        } else {
-            self.first + (s - 1) * self.middle
-        };
-        let len = if s == 0 {
-            self.first
-        } else if s == pp - 1 {
-            self.last
-        } else {
-            self.middle
-        };
-        (start, start + len)
-    }
-}
-
-/// A validated problem, ready for [`crate::estimate`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Resolved {
-    pub config: Config,
-    pub arch: ModelArch,
-    pub params: ParamCounts,
-    pub layout: Layout,
-    pub framework: Framework,
-    /// The model code: Megatron's (Megatron-LM and Megatron-DeepSpeed) or Hugging Face's;
-    /// decides the activation and loss model, while `framework` decides the model states.
-    pub model_code: ModelCode,
-    pub bytes: StateBytes,
-    pub gpu: GpuSpec,
-    pub warnings: Vec<String>,
-}
+pub use crate::problem::{GpuSpec, Layout, Resolved, StageLayers};
 
 /// Default GPU when the config names none.
 pub const DEFAULT_GPU: &str = "h100-80gb";

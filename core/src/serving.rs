@@ -11,10 +11,10 @@ use crate::inference::{
 };
 use crate::model::ModelArch;
 use crate::placement::{Stage, rank_params};
+use crate::problem::{GpuSpec, Resolved};
 use crate::report::{
     Component, Phase, PhaseName, ServingEstimate, StageOutcome, cublas_workspace, nccl_buffers,
 };
-use crate::resolve::{GpuSpec, Resolved};
 use crate::term::{Expr, Term, bytes, f, n};
 use crate::units::GIB;
 use crate::weights::stage_weights;
@@ -59,7 +59,7 @@ fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
 const VLLM_NON_TORCH_TP1: u64 = 139_586_437; // 0.13 GiB
 
 /// The non-torch memory at start-up that replaces the cuBLAS workspace among the overheads.
-pub(crate) fn non_torch_overhead(gpu: &GpuSpec) -> Term {
+fn non_torch_overhead(gpu: &GpuSpec) -> Term {
     let cublas = cublas_workspace(gpu);
     Term::new(
         Expr::max(vec![
@@ -70,8 +70,13 @@ pub(crate) fn non_torch_overhead(gpu: &GpuSpec) -> Term {
     )
 }
 
+/// Estimates vLLM serving (inference engine `vllm`).
+pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
+    crate::inference::estimate_stages(r, vllm, Some(non_torch_overhead(&r.gpu)))
+}
+
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
-pub(crate) fn vllm(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
+fn vllm(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
     let a = &r.arch;
     let l = &r.layout;
     let tp = l.tensor_parallel_size;

@@ -28,8 +28,8 @@ use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
 use crate::placement::{RankParams, Stage, rank_params, stage_groups, stages};
 use crate::precision::StateBytes;
+use crate::problem::Resolved;
 use crate::report::{Component, Estimate, Overheads, Phase, PhaseName, StageOutcome, assemble};
-use crate::resolve::Resolved;
 use crate::term::{Expr, Term, bytes, n};
 use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 

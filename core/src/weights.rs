@@ -9,7 +9,7 @@
 
 use crate::config::WeightFormat;
 use crate::placement::{Stage, stage_groups};
-use crate::resolve::Resolved;
+use crate::problem::Resolved;
 use crate::term::{Expr, Term, bytes, n};
 
 /// One part of a stored matrix: `unit` bytes (`None`: the count is already bytes) times

@@ -8,7 +8,7 @@ use crate::config::DdpOptions;
 use crate::error::Errors;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
-use crate::resolve::{Layout, Resolved};
+use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term, bytes, n};
 
 impl EngineModel for DdpOptions {

@@ -17,7 +17,7 @@ use crate::config::Engine;
 use crate::error::Errors;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
-use crate::resolve::{Layout, Resolved};
+use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term};
 
 /// Model-state and buffer memory of one GPU, as an engine keeps it.

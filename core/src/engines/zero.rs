@@ -9,7 +9,7 @@ use crate::error::Errors;
 use crate::limits;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
-use crate::resolve::{Layout, Resolved};
+use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term, bytes, n};
 
 const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): the module running plus the prefetch bucket (stage3_prefetch_bucket_size), at most stage3_max_live_parameters but never less than one whole module";

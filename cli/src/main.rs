@@ -60,6 +60,10 @@ enum Cmd {
         /// Print the estimate as JSON.
         #[arg(long)]
         json: bool,
+        /// After the table, each term of the peak with its formula (numbers substituted)
+        /// and its source.
+        #[arg(long)]
+        explain: bool,
     },
     /// Quick estimate: a model size ("7B") or preset id, a GPU count and an engine.
     Quick {
@@ -94,6 +98,9 @@ enum Cmd {
         pp: u64,
         #[arg(long)]
         json: bool,
+        /// Each term of the peak with its formula and source.
+        #[arg(long)]
+        explain: bool,
     },
     /// Check a config file; print its field errors.
     Validate { file: PathBuf },
@@ -171,6 +178,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             config,
             hf_config,
             json,
+            explain,
         } => {
             let mut doc = read_json(&config, "config")?;
             if let Some(hf) = hf_config {
@@ -193,7 +201,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             }
             let cfg = Config::from_value(doc)?;
             let est = calc_core::estimate(&cfg)?;
-            print_estimate(&est, json);
+            print_estimate(&est, json, explain);
         }
         Cmd::Quick {
             model,
@@ -209,6 +217,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             tp,
             pp,
             json,
+            explain,
         } => {
             let model_section = if presets::model_preset(&model).is_some() {
                 json!({ "preset": model })
@@ -239,7 +248,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             });
             let cfg = Config::from_value(doc)?;
             let est = calc_core::estimate(&cfg)?;
-            print_estimate(&est, json);
+            print_estimate(&est, json, explain);
         }
         Cmd::DsConfig { config } => {
             let cfg = Config::from_value(read_json(&config, "config")?)?;
@@ -382,7 +391,7 @@ fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
-fn print_estimate(e: &Estimate, json: bool) {
+fn print_estimate(e: &Estimate, json: bool, explain: bool) {
     if json {
         out!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
         return;
@@ -515,6 +524,20 @@ fn print_estimate(e: &Estimate, json: bool) {
     }
     for w in &e.warnings {
         out!("warning: {w}");
+    }
+    if explain {
+        out!("");
+        out!("how each term is computed (peak phase: {}):", e.peak_phase);
+        for d in &e.details {
+            out!(
+                "{} = {} ({} bytes)",
+                d.name.replace('_', " "),
+                fmt_gib(d.bytes),
+                fmt_int(d.bytes)
+            );
+            out!("  = {}", d.formula);
+            out!("  source: {}", d.source);
+        }
     }
 }
 

@@ -252,3 +252,54 @@ fn malformed_hf_configs_are_errors() {
             .stderr(predicate::str::contains(needle));
     }
 }
+
+#[test]
+fn explain_prints_each_term_with_the_numbers_substituted() {
+    // Llama-3.1-70B under FSDP FULL_SHARD on 16 GPUs: fp32 weight shards,
+    // 4 B x 70 553 706 496 / 16 = 17 638 426 624 bytes
+    cli()
+        .args([
+            "quick",
+            "llama-3.1-70b",
+            "--gpus",
+            "16",
+            "--engine",
+            "fsdp",
+            "--recompute",
+            "full",
+            "--explain",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "weights = 16.43 GiB (17 638 426 624 bytes)\n  = 4 B × 70553706496 params / 16 GPUs in the shard group\n  source: FSDP FULL_SHARD",
+        ))
+        .stdout(predicate::str::contains("nccl buffers = "));
+    // the same terms as the JSON's details
+    let out = cli()
+        .args([
+            "calculate",
+            "--config",
+            &example("llama2_7b_deepspeed.json"),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let explained = cli()
+        .args([
+            "calculate",
+            "--config",
+            &example("llama2_7b_deepspeed.json"),
+            "--explain",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(explained.stdout).unwrap();
+    for d in v["details"].as_array().unwrap() {
+        assert!(
+            text.contains(&format!("  = {}\n", d["formula"].as_str().unwrap())),
+            "{d}"
+        );
+    }
+}

@@ -114,3 +114,36 @@ fn every_number_matches_the_golden_file() {
         diffs.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// Every preset and hand-built family config parsed: the architecture and its parameter
+/// inventory (module names, shapes, tensor-parallel splits), against
+/// `tests/golden/models.jsonl`.
+#[test]
+fn every_parsed_model_matches_the_golden_file() {
+    let mut text = String::new();
+    let mut configs: Vec<(String, Value)> = calc_core::presets::model_presets()
+        .iter()
+        .map(|p| {
+            let t = calc_core::presets::model_preset_text(&p.id).unwrap();
+            (p.file.clone(), serde_json::from_str(t).unwrap())
+        })
+        .collect();
+    configs.extend(common::grid::family_configs());
+    for (file, config) in configs {
+        let a = calc_core::parse_hf_config(&config).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        let line = json!({"file": file, "arch": a, "inventory": a.inventory(), "counts": a.param_counts()});
+        writeln!(text, "{line}").unwrap();
+    }
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/models.jsonl");
+    if std::env::var_os("GOLDEN_UPDATE").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (GOLDEN_UPDATE=1 writes it)", path.display()));
+    for (g, w) in text.lines().zip(want.lines()) {
+        assert_eq!(g, w);
+    }
+    assert_eq!(text.lines().count(), want.lines().count());
+}

@@ -405,10 +405,70 @@ pub fn cases() -> Vec<(String, Value)> {
             }
         }
     }
+    // every hand-built family config (tests/reference/hf_configs): the families no preset
+    // covers, under the options whose memory depends on the family's module structure
+    for (file, config) in family_configs() {
+        let family = file.trim_end_matches(".json");
+        for (sn, patch) in [
+            (
+                "train-eager",
+                json!({"training": {"attention": "eager", "seq_len": 1024}, "hardware": {"num_gpus": 1}}),
+            ),
+            (
+                "train-ds-z3",
+                json!({"training": {"seq_len": 1024}, "engine": {"type": "deepspeed", "zero_stage": 3}}),
+            ),
+            (
+                "train-megatron",
+                json!({"training": {"seq_len": 1024, "precision": "amp_fp16"}, "engine": {"type": "megatron"}}),
+            ),
+            (
+                "tune-all-linear",
+                json!({"training": {"seq_len": 1024, "lora": {"target_modules": "all-linear"}}, "hardware": {"num_gpus": 1}}),
+            ),
+            (
+                "infer-eager",
+                json!({"mode": "inference", "inference": {"attention": "eager", "context_len": 2048, "weight_format": "int8"}, "hardware": {"num_gpus": 1}}),
+            ),
+            (
+                "infer-vllm",
+                json!({"mode": "inference", "inference": {"engine": "vllm"}, "hardware": {"num_gpus": 1}}),
+            ),
+        ] {
+            let mut doc = json!({
+                "schema_version": 1,
+                "model": {"hf_config": config.clone()},
+                "training": {"micro_batch_size": 1, "seq_len": 2048},
+                "hardware": {"num_gpus": 4, "gpu": "h100-80gb"}
+            });
+            merge(&mut doc, &patch);
+            out.push((format!("hf/{family}/{sn}"), doc));
+        }
+    }
     // the example configs
     for (name, text) in calc_core::presets::example_configs() {
         let v: Value = serde_json::from_str(text).unwrap();
         out.push((format!("example/{name}"), v));
     }
     out
+}
+
+/// The hand-built family configs of tests/reference/hf_configs, by file name.
+pub fn family_configs() -> Vec<(String, Value)> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference/hf_configs");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(dir.join(&f)).unwrap();
+            (f, serde_json::from_str(&text).unwrap())
+        })
+        .collect()
 }

@@ -28,10 +28,12 @@
 
 pub mod accuracy;
 pub mod activations;
+pub mod arch;
 pub mod config;
 pub mod engines;
 pub mod error;
 pub mod export;
+pub mod families;
 pub mod hf;
 pub mod inference;
 pub mod limits;
@@ -44,6 +46,7 @@ pub(crate) mod placement;
 pub mod precision;
 pub mod presets;
 pub mod problem;
+pub(crate) mod reader;
 pub mod report;
 pub mod resolve;
 pub mod seed;

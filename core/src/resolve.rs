@@ -186,11 +186,14 @@ pub fn resolve_model(
     Ok(arch)
 }
 
+/// Whether a hand-entered section describes a gated-MLP (Llama-style) decoder, whose
+/// intermediate size follows the Llama rule when it is not given (the family row's MLP).
 fn llama_like(ov: &Map<String, Value>) -> bool {
-    !matches!(
-        ov.get("model_type").and_then(|v| v.as_str()),
-        Some("gpt2" | "gpt_neox" | "falcon" | "phi")
-    )
+    let model_type = ov
+        .get("model_type")
+        .and_then(|v| v.as_str())
+        .unwrap_or("llama");
+    crate::families::find(model_type).is_none_or(|f| f.mlp == crate::arch::MlpKind::Gated)
 }
 
 /// A Llama-style dense decoder with about `n` parameters: the closest dense preset if one

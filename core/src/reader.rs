@@ -1,0 +1,171 @@
+//! Reading a JSON object key by key, remembering which keys were read (so that a key no
+//! family reads can be named) and collecting errors with their full field path.
+
+use crate::error::FieldError;
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+/// Reads keys of one JSON object, remembering which keys were looked at and collecting
+/// errors with the full path.
+pub(crate) struct Reader<'a> {
+    pub(crate) map: &'a Map<String, Value>,
+    prefix: String,
+    used: RefCell<BTreeSet<String>>,
+    pub(crate) errors: &'a RefCell<Vec<FieldError>>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(
+        map: &'a Map<String, Value>,
+        prefix: &str,
+        errors: &'a RefCell<Vec<FieldError>>,
+    ) -> Self {
+        Reader {
+            map,
+            prefix: prefix.to_string(),
+            used: RefCell::new(BTreeSet::new()),
+            errors,
+        }
+    }
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+    pub fn err(&self, key: &str, v: &Value, msg: &str) {
+        self.errors
+            .borrow_mut()
+            .push(FieldError::new(self.path(key), v, msg));
+    }
+    /// The value of `key`, `None` if absent or `null`.
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        self.used.borrow_mut().insert(key.to_string());
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+    /// A non-negative integer (JSON number or numeric string such as "7B").
+    pub fn count(&self, key: &str) -> Option<u64> {
+        let v = self.get(key)?;
+        match v {
+            Value::Number(n) => {
+                if let Some(u) = n.as_u64() {
+                    Some(u)
+                } else if n.as_i64().is_some() {
+                    self.err(key, v, "must not be negative");
+                    None
+                } else {
+                    match n.as_f64() {
+                        Some(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => {
+                            Some(f as u64)
+                        }
+                        _ => {
+                            self.err(key, v, "must be a whole number");
+                            None
+                        }
+                    }
+                }
+            }
+            Value::String(s) => match crate::units::parse_count(s) {
+                Ok(u) => Some(u),
+                Err(m) => {
+                    self.err(key, v, &m);
+                    None
+                }
+            },
+            _ => {
+                self.err(key, v, "must be a whole number");
+                None
+            }
+        }
+    }
+    /// The first present key of `keys`, as a count.
+    pub fn count_any(&self, keys: &[&str]) -> Option<u64> {
+        let mut found = None;
+        for k in keys {
+            if found.is_none() {
+                found = self.count(k);
+            } else {
+                self.used.borrow_mut().insert(k.to_string());
+            }
+        }
+        found
+    }
+    pub fn count_or(&self, keys: &[&str], default: u64) -> u64 {
+        self.count_any(keys).unwrap_or(default)
+    }
+    pub fn boolean(&self, key: &str, default: bool) -> bool {
+        match self.get(key) {
+            None => default,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                self.err(key, v, "must be true or false");
+                default
+            }
+        }
+    }
+    pub fn float(&self, key: &str, default: f64) -> f64 {
+        match self.get(key) {
+            None => default,
+            Some(v) => match v.as_f64() {
+                Some(f) if f.is_finite() => f,
+                _ => {
+                    self.err(key, v, "must be a number");
+                    default
+                }
+            },
+        }
+    }
+    pub fn string(&self, key: &str) -> Option<String> {
+        match self.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            v => {
+                self.err(key, v, "must be a string");
+                None
+            }
+        }
+    }
+    pub fn object(&self, key: &str) -> Option<&'a Map<String, Value>> {
+        match self.get(key)? {
+            Value::Object(m) => Some(m),
+            v => {
+                self.err(key, v, "must be a JSON object");
+                None
+            }
+        }
+    }
+    pub fn count_list(&self, key: &str) -> Vec<u64> {
+        match self.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a.iter().filter_map(|x| x.as_u64()).collect(),
+            Some(v) => {
+                self.err(key, v, "must be a list of whole numbers");
+                Vec::new()
+            }
+        }
+    }
+    /// Keys of the object never looked at.
+    pub fn unused_keys(&self) -> Vec<String> {
+        let used = self.used.borrow();
+        self.map
+            .keys()
+            .filter(|k| !used.contains(*k))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Checks a size against its allowed range; records an error and returns `None` if out.
+pub(crate) fn bounded(r: &Reader, key: &str, v: u64, lo: u64, hi: u64) -> Option<u64> {
+    if v < lo || v > hi {
+        r.errors.borrow_mut().push(FieldError::new(
+            r.path(key),
+            v,
+            format!("must be a whole number from {lo} to {hi}"),
+        ));
+        None
+    } else {
+        Some(v)
+    }
+}

@@ -29,6 +29,25 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// Implements `CHOICES` (every value with its display label, in display order) for an
+/// enum of the schema; the private `listed` match fails to compile when a variant is
+/// missing from the list.
+macro_rules! choices {
+    ($t:ty { $($v:ident => $label:expr),* $(,)? }) => {
+        impl $t {
+            /// Every value with its label, in display order (the web form's options).
+            pub const CHOICES: &'static [($t, &'static str)] = &[$((<$t>::$v, $label)),*];
+            #[allow(dead_code)]
+            fn listed(self) {
+                match self {
+                    $(<$t>::$v => {}),*
+                }
+            }
+        }
+    };
+}
+pub(crate) use choices;
+
 /// A whole config document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -115,11 +134,22 @@ pub enum Mode {
 impl Config {
     /// The mode in effect (see [`Config::mode`]).
     pub fn effective_mode(&self) -> Mode {
-        match self.mode {
+        Config::mode_rule(
+            self.mode,
+            self.inference.is_some(),
+            self.training == Training::default(),
+        )
+    }
+    /// The mode rule: `mode` when given, else inference for a document with an `inference`
+    /// section and no training settings.
+    pub(crate) fn mode_rule(
+        mode: Option<Mode>,
+        has_inference: bool,
+        default_training: bool,
+    ) -> Mode {
+        match mode {
             Some(m) => m,
-            None if self.inference.is_some() && self.training == Training::default() => {
-                Mode::Inference
-            }
+            None if has_inference && default_training => Mode::Inference,
             None => Mode::Training,
         }
     }
@@ -771,3 +801,59 @@ impl Config {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 }
+
+choices!(Precision {
+    AmpBf16 => "AMP bf16 (fp32 master weights)",
+    AmpFp16 => "AMP fp16 (fp32 master weights)",
+    Bf16 => "pure bf16",
+    Fp16 => "pure fp16",
+    Fp32 => "fp32",
+    Fp8 => "fp8 (Transformer Engine)",
+});
+choices!(Recompute {
+    None => "none",
+    Selective => "selective",
+    Full => "full",
+});
+choices!(Attention {
+    Sdpa => "SDPA",
+    Flash => "FlashAttention-2",
+    Eager => "eager",
+});
+choices!(LossImpl {
+    Standard => "standard",
+    Chunked => "chunked (8)",
+    Fused => "fused linear CE",
+});
+choices!(Offload {
+    None => "none",
+    Cpu => "CPU",
+    Nvme => "NVMe",
+});
+choices!(ShardingStrategy {
+    FullShard => "FULL_SHARD",
+    ShardGradOp => "SHARD_GRAD_OP",
+    HybridShard => "HYBRID_SHARD",
+    NoShard => "NO_SHARD",
+});
+choices!(WeightFormat {
+    Bf16 => "bf16",
+    Fp16 => "fp16",
+    Fp8 => "FP8 (per-channel scales)",
+    Int8 => "int8 (LLM.int8)",
+    Int4 => "int4 GPTQ",
+    Awq => "int4 AWQ",
+    Nf4 => "NF4 (bitsandbytes)",
+    Mxfp4 => "MXFP4",
+    Fp32 => "fp32",
+});
+choices!(KvCacheDtype {
+    Auto => "model dtype",
+    Fp8 => "fp8",
+    Int8 => "int8",
+    Int4 => "int4",
+});
+choices!(InferenceEngine {
+    Hf => "transformers generate",
+    Vllm => "vLLM serving",
+});

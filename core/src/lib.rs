@@ -34,6 +34,7 @@ pub mod engines;
 pub mod error;
 pub mod export;
 pub mod families;
+pub mod fields;
 pub mod hf;
 pub mod inference;
 pub mod limits;

@@ -438,3 +438,9 @@ mod tests {
         );
     }
 }
+
+crate::config::choices!(OptimizerImpl {
+    Foreach => "foreach (PyTorch default)",
+    Fused => "fused",
+    ForLoop => "for-loop",
+});

@@ -140,13 +140,21 @@ pub fn state_bytes(
             ..base
         },
     };
-    let default_accum = matches!((precision, framework), (AmpBf16, DeepSpeed)) && zero_stage == 0;
-    match (accumulate_grads_in_fp32, framework) {
-        (Some(true), Megatron) => b.grad = 4,
-        (Some(false), Megatron) if b.grad == 4 && b.master > 0 => b.grad = 2,
-        (Some(true), _) if b.grad < 4 => b.grad_accum = 4,
-        (None, DeepSpeed) if default_accum => b.grad_accum = 4,
-        _ => {}
+    match framework {
+        // Megatron accumulates into main_grad, the gradient buffer itself
+        Megatron => match accumulate_grads_in_fp32 {
+            Some(true) => b.grad = 4,
+            Some(false) if b.grad == 4 && b.master > 0 => b.grad = 2,
+            _ => {}
+        },
+        // a separate fp32 buffer: DeepSpeed's BF16_Optimizer at ZeRO 0 by default
+        // (`data_types.grad_accum_dtype`), on request otherwise
+        Torch | DeepSpeed => {
+            let default = framework == DeepSpeed && precision == AmpBf16 && zero_stage == 0;
+            if accumulate_grads_in_fp32.unwrap_or(default) && b.grad < 4 {
+                b.grad_accum = 4;
+            }
+        }
     }
     b
 }

@@ -370,6 +370,13 @@ fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes:
             }
         }
     }
+    if config.training.optimizer_in_backward && !engine.torch_optimizer() {
+        e.add(
+            "training.optimizer_in_backward",
+            "true",
+            format!("engine {kind} steps with its own optimizer; the step in backward is torch.optim's (torchtune optimizer_in_bwd: ddp or fsdp)"),
+        );
+    }
     engine.validate(sizes, layout, e);
 }
 

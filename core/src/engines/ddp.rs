@@ -15,6 +15,12 @@ impl EngineModel for DdpOptions {
     fn kind(&self) -> &'static str {
         "ddp"
     }
+    fn label(&self) -> &'static str {
+        "PyTorch DDP"
+    }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["bucket_cap_mb", "gradient_as_bucket_view"]
+    }
     fn precision(&self) -> (Framework, u8) {
         (Framework::Torch, 0)
     }
@@ -75,6 +81,9 @@ impl EngineModel for DdpOptions {
         Expr::zero()
     }
     fn autocast(&self) -> bool {
+        true
+    }
+    fn torch_optimizer(&self) -> bool {
         true
     }
     fn supports_lora(&self) -> bool {

@@ -43,6 +43,16 @@ impl EngineModel for FsdpOptions {
     fn kind(&self) -> &'static str {
         "fsdp"
     }
+    fn label(&self) -> &'static str {
+        "PyTorch FSDP"
+    }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &[
+            "sharding_strategy",
+            "hybrid_shard_group_size",
+            "cpu_offload",
+        ]
+    }
     fn precision(&self) -> (Framework, u8) {
         (Framework::Torch, 0)
     }
@@ -154,6 +164,9 @@ impl EngineModel for FsdpOptions {
     }
     fn autocast(&self) -> bool {
         false
+    }
+    fn torch_optimizer(&self) -> bool {
+        true
     }
     fn supports_lora(&self) -> bool {
         true

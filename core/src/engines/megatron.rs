@@ -15,6 +15,12 @@ impl EngineModel for MegatronOptions {
     fn kind(&self) -> &'static str {
         "megatron"
     }
+    fn label(&self) -> &'static str {
+        "Megatron-LM"
+    }
+    fn option_keys(&self) -> &'static [&'static str] {
+        &["distributed_optimizer"]
+    }
     fn precision(&self) -> (Framework, u8) {
         (Framework::Megatron, 0)
     }
@@ -77,6 +83,9 @@ impl EngineModel for MegatronOptions {
         Expr::zero()
     }
     fn autocast(&self) -> bool {
+        false
+    }
+    fn torch_optimizer(&self) -> bool {
         false
     }
     fn supports_lora(&self) -> bool {

@@ -10,7 +10,7 @@
 mod ddp;
 mod fsdp;
 mod megatron;
-mod zero;
+pub(crate) mod zero;
 
 use crate::activations::ModelCode;
 use crate::config::Engine;
@@ -111,6 +111,11 @@ pub(crate) struct Sizes {
 pub(crate) trait EngineModel {
     /// The `engine.type` tag.
     fn kind(&self) -> &'static str;
+    /// Display name.
+    fn label(&self) -> &'static str;
+    /// Keys of the engine's options in the `engine` section (besides `type`), as the
+    /// options struct's serde names them.
+    fn option_keys(&self) -> &'static [&'static str];
     /// Whose precision conventions apply, and the ZeRO stage (DeepSpeed's bf16 default).
     fn precision(&self) -> (Framework, u8);
     /// Whose model code runs (Megatron's or transformers').
@@ -136,6 +141,9 @@ pub(crate) trait EngineModel {
     fn autocast(&self) -> bool;
     /// PEFT LoRA on this engine is modelled.
     fn supports_lora(&self) -> bool;
+    /// The optimizer step is `torch.optim`'s (`optimizer_impl` and `optimizer_in_backward`
+    /// apply); DeepSpeed and Megatron step with their own fused optimizers.
+    fn torch_optimizer(&self) -> bool;
 }
 
 impl Engine {
@@ -153,11 +161,30 @@ impl Engine {
     pub fn kind(&self) -> &'static str {
         self.model().kind()
     }
+    /// Display name ("DeepSpeed ZeRO").
+    pub fn label(&self) -> &'static str {
+        self.model().label()
+    }
+    /// The optimizer step is `torch.optim`'s (see [`EngineModel::torch_optimizer`]).
+    pub fn torch_optimizer(&self) -> bool {
+        self.model().torch_optimizer()
+    }
+    /// Keys of the engine's options (besides `type`).
+    pub fn option_keys(&self) -> &'static [&'static str] {
+        self.model().option_keys()
+    }
+    /// The engine of `type` `kind` with its default options.
+    pub fn of_kind(kind: &str) -> Option<Engine> {
+        serde_json::from_value(serde_json::json!({ "type": kind })).ok()
+    }
     /// The parallel dimensions the engine models.
     pub fn parallelism(&self) -> Parallelism {
         self.model().parallelism()
     }
 }
+
+/// Every `engine.type`, in display order.
+pub const ENGINES: &[&str] = &["ddp", "deepspeed", "fsdp", "megatron", "megatron_deepspeed"];
 
 /// `ceil(x / shards)`, the share of `x` one of `shards` GPUs holds, labelled.
 pub(crate) fn shard(x: Expr, shards: u64, label: &'static str) -> Expr {
@@ -217,3 +244,61 @@ pub(crate) fn torch_step_temporaries(
 
 /// Source of the PyTorch step temporaries.
 pub(crate) const TORCH_STEP_SOURCE: &str = "PyTorch torch/optim/_multi_tensor (foreach: temporaries for all parameters at once), fused (none) or the for-loop step (the largest tensor)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The index of an engine in [`ENGINES`]; a new variant does not compile until listed.
+    fn listed(e: &Engine) -> usize {
+        let kind = match e {
+            Engine::Ddp(_) => "ddp",
+            Engine::Deepspeed(_) => "deepspeed",
+            Engine::Fsdp(_) => "fsdp",
+            Engine::Megatron(_) => "megatron",
+            Engine::MegatronDeepspeed(_) => "megatron_deepspeed",
+        };
+        ENGINES
+            .iter()
+            .position(|k| *k == kind)
+            .expect("listed in ENGINES")
+    }
+
+    #[test]
+    fn every_engine_is_listed_with_its_options() {
+        let mut seen = Vec::new();
+        for kind in ENGINES {
+            let e = Engine::of_kind(kind).unwrap();
+            assert_eq!(e.kind(), *kind);
+            seen.push(listed(&e));
+            // every option key is one serde accepts, and no other is accepted
+            for key in e.option_keys() {
+                let v = serde_json::to_value(&e).unwrap();
+                let default = v.get(*key).cloned().unwrap_or(serde_json::Value::Null);
+                let doc = serde_json::json!({ "type": kind, *key: default });
+                assert!(
+                    serde_json::from_value::<Engine>(doc).is_ok(),
+                    "{kind}.{key}"
+                );
+            }
+            let keys: Vec<String> = serde_json::to_value(&e)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| *k != "type")
+                .cloned()
+                .collect();
+            for k in &keys {
+                assert!(
+                    e.option_keys().contains(&k.as_str()),
+                    "{kind}: {k} not listed"
+                );
+            }
+            let bogus = serde_json::json!({ "type": kind, "no_such_option": 1 });
+            assert!(serde_json::from_value::<Engine>(bogus).is_err());
+        }
+        seen.sort();
+        assert_eq!(seen, (0..ENGINES.len()).collect::<Vec<_>>());
+    }
+}

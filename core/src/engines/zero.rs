@@ -12,12 +12,28 @@ use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term, bytes, n};
 
+/// The options of both ZeRO engines (`ds_config.json` `zero_optimization` names).
+const ZERO_KEYS: &[&str] = &[
+    "zero_stage",
+    "offload_optimizer",
+    "offload_param",
+    "reduce_bucket_size",
+    "overlap_comm",
+    "stage3_prefetch_bucket_size",
+    "stage3_max_live_parameters",
+    "stage3_param_persistence_threshold",
+    "sub_group_size",
+];
+
+/// The largest ZeRO stage.
+pub const MAX_STAGE: u8 = 3;
+
 const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): the module running plus the prefetch bucket (stage3_prefetch_bucket_size), at most stage3_max_live_parameters but never less than one whole module";
 
 impl ZeroOptions {
     /// Checks shared by both ZeRO engines.
     fn validate_zero(&self, e: &mut Errors) {
-        if self.zero_stage > 3 {
+        if self.zero_stage > MAX_STAGE {
             e.add("engine.zero_stage", self.zero_stage, "must be 0, 1, 2 or 3");
         }
         if self.offload_param != Offload::None && self.zero_stage != 3 {
@@ -282,6 +298,12 @@ impl EngineModel for ZeroOptions {
     fn kind(&self) -> &'static str {
         "deepspeed"
     }
+    fn label(&self) -> &'static str {
+        "DeepSpeed ZeRO"
+    }
+    fn option_keys(&self) -> &'static [&'static str] {
+        ZERO_KEYS
+    }
     fn precision(&self) -> (Framework, u8) {
         (Framework::DeepSpeed, self.zero_stage)
     }
@@ -336,6 +358,9 @@ impl EngineModel for ZeroOptions {
     fn autocast(&self) -> bool {
         false
     }
+    fn torch_optimizer(&self) -> bool {
+        false
+    }
     fn supports_lora(&self) -> bool {
         true
     }
@@ -344,6 +369,12 @@ impl EngineModel for ZeroOptions {
 impl EngineModel for MegatronDeepspeedOptions {
     fn kind(&self) -> &'static str {
         "megatron_deepspeed"
+    }
+    fn label(&self) -> &'static str {
+        "Megatron-DeepSpeed"
+    }
+    fn option_keys(&self) -> &'static [&'static str] {
+        ZERO_KEYS
     }
     fn precision(&self) -> (Framework, u8) {
         self.0.precision()
@@ -377,6 +408,9 @@ impl EngineModel for MegatronDeepspeedOptions {
         self.0.persistence_threshold()
     }
     fn autocast(&self) -> bool {
+        false
+    }
+    fn torch_optimizer(&self) -> bool {
         false
     }
     fn supports_lora(&self) -> bool {

@@ -1,0 +1,586 @@
+//! The form's fields: one table ([`SECTIONS`]) of every input of the config schema but the
+//! model and the GPU, with its label, unit, help, kind, the choices of a select (from the
+//! schema's enums and tables), its default (from the schema's `Default`s), its bounds, and
+//! which tasks, engines, runtimes and weight formats it applies to (from the engines' and
+//! runtimes' own facts). The web app builds its form from this table and computes nothing
+//! of its own; the bounds are the ones validation enforces (checked by a test).
+
+use crate::config::{
+    Attention, Config, Engine, Inference, InferenceEngine, KvCacheDtype, Lora, LossImpl, Mode,
+    Offload, Precision, Recompute, ShardingStrategy, Training, WeightFormat,
+};
+use crate::engines::{ENGINES, Parallelism, zero::MAX_STAGE};
+use crate::limits;
+use crate::optimizer::{OPTIMIZERS, OptimizerImpl};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// What a document is for: the form's three tabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// A training step, all parameters trained.
+    Training,
+    /// LoRA / QLoRA fine-tuning (training with `training.lora`).
+    FineTuning,
+    /// Generation or serving.
+    Inference,
+}
+
+impl Task {
+    /// The task's bit in [`Field::tasks`].
+    pub const fn bit(self) -> u8 {
+        match self {
+            Task::Training => TRAINING,
+            Task::FineTuning => FINE_TUNING,
+            Task::Inference => INFERENCE,
+        }
+    }
+}
+
+/// Task bits.
+pub const TRAINING: u8 = 1;
+pub const FINE_TUNING: u8 = 2;
+pub const INFERENCE: u8 = 4;
+const TRAIN: u8 = TRAINING | FINE_TUNING;
+const ALL: u8 = TRAINING | FINE_TUNING | INFERENCE;
+
+impl Config {
+    /// The task of this config: its mode, and fine-tuning when training has `lora`.
+    pub fn task(&self) -> Task {
+        match self.effective_mode() {
+            Mode::Inference => Task::Inference,
+            Mode::Training if self.training.lora.is_some() => Task::FineTuning,
+            Mode::Training => Task::Training,
+        }
+    }
+}
+
+/// The task of a document that may not be valid, by the rule of
+/// [`Config::effective_mode`]: `mode` if it says `inference` (any other value: training);
+/// without it, inference when the document has an `inference` section and no training
+/// settings; fine-tuning when training has a `training.lora` object.
+pub fn task_of(doc: &Value) -> Task {
+    let training = doc.get("training").filter(|t| !t.is_null());
+    let mode = match doc.get("mode").and_then(Value::as_str) {
+        Some(m) => serde_json::from_value::<Mode>(json!(m)).ok(),
+        None => None,
+    };
+    let training_is_default = training.is_none_or(|t| {
+        serde_json::from_value::<Training>(t.clone()).is_ok_and(|t| t == Training::default())
+    });
+    let has_inference = doc.get("inference").is_some_and(|v| !v.is_null());
+    let mode = match (mode, doc.get("mode")) {
+        (Some(m), _) => m,
+        (None, Some(_)) => Mode::Training,
+        (None, None) => Config::mode_rule(None, has_inference, training_is_default),
+    };
+    match mode {
+        Mode::Inference => Task::Inference,
+        Mode::Training
+            if training
+                .and_then(|t| t.get("lora"))
+                .is_some_and(Value::is_object) =>
+        {
+            Task::FineTuning
+        }
+        Mode::Training => Task::Training,
+    }
+}
+
+/// How a field is entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A whole number (also "7B", "8k"-style strings).
+    Count,
+    /// A decimal number.
+    Number,
+    /// One of [`Choices::list`].
+    Choice(Choices),
+    /// true / false.
+    Check,
+    /// LoRA target modules: "all-linear" or a list of module names.
+    Targets,
+}
+
+/// The option lists of the selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choices {
+    Precision,
+    Optimizer,
+    OptimizerImpl,
+    Recompute,
+    Attention,
+    Loss,
+    /// `accumulate_grads_in_fp32`: the engine's default, yes, no.
+    EngineDefaultOrBool,
+    Engine,
+    ZeroStage,
+    Offload,
+    Sharding,
+    /// The frozen base of LoRA (default: bf16) and QLoRA.
+    LoraBase,
+    WeightFormat,
+    KvCacheDtype,
+    Runtime,
+}
+
+/// One option: its JSON value and its label.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    pub value: Value,
+    pub label: &'static str,
+}
+
+fn of<T: Serialize + Copy>(list: &[(T, &'static str)]) -> Vec<Choice> {
+    list.iter()
+        .map(|(v, label)| Choice {
+            value: serde_json::to_value(v).unwrap_or(Value::Null),
+            label,
+        })
+        .collect()
+}
+
+impl Choices {
+    /// The options, in display order.
+    pub fn list(self) -> Vec<Choice> {
+        match self {
+            Choices::Precision => of(Precision::CHOICES),
+            Choices::Optimizer => OPTIMIZERS
+                .iter()
+                .map(|r| Choice {
+                    value: json!(r.name),
+                    label: r.label,
+                })
+                .collect(),
+            Choices::OptimizerImpl => of(OptimizerImpl::CHOICES),
+            Choices::Recompute => of(Recompute::CHOICES),
+            Choices::Attention => of(Attention::CHOICES),
+            Choices::Loss => of(LossImpl::CHOICES),
+            Choices::EngineDefaultOrBool => vec![
+                Choice {
+                    value: Value::Null,
+                    label: "engine default",
+                },
+                Choice {
+                    value: json!(true),
+                    label: "yes",
+                },
+                Choice {
+                    value: json!(false),
+                    label: "no",
+                },
+            ],
+            Choices::Engine => ENGINES
+                .iter()
+                .filter_map(|k| Engine::of_kind(k))
+                .map(|e| Choice {
+                    value: json!(e.kind()),
+                    label: e.label(),
+                })
+                .collect(),
+            Choices::ZeroStage => (0..=MAX_STAGE)
+                .map(|s| Choice {
+                    value: json!(s),
+                    label: ["0", "1", "2", "3"][usize::from(s.min(3))],
+                })
+                .collect(),
+            Choices::Offload => of(Offload::CHOICES),
+            Choices::Sharding => of(ShardingStrategy::CHOICES),
+            Choices::LoraBase => {
+                let mut v = vec![Choice {
+                    value: Value::Null,
+                    label: "bf16 (LoRA)",
+                }];
+                v.extend(of(&[
+                    (WeightFormat::Nf4, "NF4 (QLoRA)"),
+                    (WeightFormat::Int8, "int8 (LLM.int8)"),
+                    (WeightFormat::Fp32, "fp32"),
+                ]));
+                v
+            }
+            Choices::WeightFormat => of(WeightFormat::CHOICES),
+            Choices::KvCacheDtype => of(KvCacheDtype::CHOICES),
+            Choices::Runtime => of(InferenceEngine::CHOICES),
+        }
+    }
+}
+
+/// Where a field applies, beyond its tasks.
+#[derive(Debug, Clone, Copy)]
+pub enum Applies {
+    Always,
+    /// An option of the engine (`engine.<key>`): the engine's options have the key.
+    EngineOption,
+    /// The step is `torch.optim`'s (DDP, FSDP): DeepSpeed and Megatron run their own fused
+    /// optimizers.
+    TorchOptimizer,
+    /// A parallel dimension: in training, the engine must model it.
+    Parallel(fn(&Parallelism) -> bool),
+    /// An inference runtime's setting (in training tasks: always).
+    Runtime(InferenceEngine),
+    /// A setting of these weight formats only (inference).
+    Formats(&'static [WeightFormat]),
+}
+
+/// Allowed values of a number, as validation enforces them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    pub min: f64,
+    pub max: f64,
+    /// `min` itself is not allowed.
+    pub min_open: bool,
+    /// `max` itself is not allowed.
+    pub max_open: bool,
+}
+
+const fn range(min: u64, max: u64) -> Option<Bounds> {
+    Some(Bounds {
+        min: min as f64,
+        max: max as f64,
+        min_open: false,
+        max_open: false,
+    })
+}
+
+/// One input of the form.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// Dotted path in the config document (`training.seq_len`).
+    pub path: &'static str,
+    pub label: &'static str,
+    /// Unit shown after the label.
+    pub unit: &'static str,
+    /// One line of help: what it is, in the frameworks' own terms.
+    pub help: &'static str,
+    pub kind: Kind,
+    /// Empty means the default applies.
+    pub optional: bool,
+    /// The tasks it applies to ([`TRAINING`] | [`FINE_TUNING`] | [`INFERENCE`]).
+    pub tasks: u8,
+    pub applies: Applies,
+    /// Allowed values of a number (where they do not depend on another field).
+    pub bounds: Option<Bounds>,
+}
+
+/// A titled group of fields; `open` groups start expanded.
+#[derive(Debug, Clone, Copy)]
+pub struct Section {
+    pub title: &'static str,
+    pub open: bool,
+    pub tasks: u8,
+    pub fields: &'static [Field],
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn f(
+    path: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    kind: Kind,
+    optional: bool,
+    tasks: u8,
+    applies: Applies,
+    bounds: Option<Bounds>,
+    help: &'static str,
+) -> Field {
+    Field {
+        path,
+        label,
+        unit,
+        help,
+        kind,
+        optional,
+        tasks,
+        applies,
+        bounds,
+    }
+}
+
+use Applies::{Always, EngineOption, Formats, Runtime, TorchOptimizer};
+use Kind::{Check, Choice as C, Count, Number, Targets};
+
+const fn par(dim: fn(&Parallelism) -> bool) -> Applies {
+    Applies::Parallel(dim)
+}
+
+const GPUS: Option<Bounds> = range(1, limits::MAX_GPUS);
+const PARAMS: Option<Bounds> = range(1, limits::MAX_PARAMS);
+const FRACTION: Option<Bounds> = Some(Bounds {
+    min: 0.0,
+    max: 1.0,
+    min_open: false,
+    max_open: false,
+});
+const HF: Applies = Runtime(InferenceEngine::Hf);
+const VLLM: Applies = Runtime(InferenceEngine::Vllm);
+
+/// The fields of the form, grouped by section. Every input of the config schema except the
+/// model and the GPU (which have pickers of their own).
+#[rustfmt::skip]
+pub const SECTIONS: &[Section] = &[
+    Section { title: "Training", open: true, tasks: TRAIN, fields: &[
+        f("training.micro_batch_size", "Micro-batch size", "sequences / GPU", Count, false, TRAIN, Always, range(1, limits::MAX_BATCH), "Sequences per GPU per forward pass (HF per_device_train_batch_size, Megatron --micro-batch-size)."),
+        f("training.seq_len", "Sequence length", "tokens", Count, false, TRAIN, Always, range(1, limits::MAX_SEQ), "Tokens per sequence (Megatron --seq-length)."),
+        f("training.gradient_accumulation_steps", "Gradient accumulation", "steps", Count, false, TRAIN, Always, range(1, limits::MAX_GRAD_ACCUM), "Micro-batches per optimizer step (HF gradient_accumulation_steps); pipeline micro-batches under Megatron."),
+        f("training.precision", "Precision", "", C(Choices::Precision), false, TRAIN, Always, None, "Mixed precision keeps fp32 master weights; pure bf16 keeps everything in 16 bits (torchtune)."),
+        f("training.optimizer", "Optimizer", "", C(Choices::Optimizer), false, TRAIN, Always, None, "Optimizer states per parameter follow the optimizer (AdamW: 2 states)."),
+        f("training.optimizer_impl", "Optimizer implementation", "", C(Choices::OptimizerImpl), true, TRAIN, TorchOptimizer, None, "torch.optim foreach (PyTorch default) allocates temporaries for all parameters; fused (HF Trainer adamw_torch_fused) none."),
+        f("training.activation_checkpointing", "Activation recomputation", "", C(Choices::Recompute), false, TRAIN, Always, None, "Gradient checkpointing (HF gradient_checkpointing; Megatron --recompute-granularity)."),
+        f("training.attention", "Attention", "", C(Choices::Attention), false, TRAIN, Always, None, "Eager attention stores b x heads x s^2 scores; SDPA/flash do not (HF attn_implementation)."),
+        f("training.loss", "Loss", "", C(Choices::Loss), false, TRAIN, Always, None, "How the vocabulary cross-entropy is computed (chunked: torchtune; fused: Liger)."),
+        f("training.accumulate_grads_in_fp32", "fp32 gradient accumulation", "", C(Choices::EngineDefaultOrBool), true, TRAIN, Always, None, "Megatron main_grad / DeepSpeed data_types.grad_accum_dtype fp32."),
+        f("training.optimizer_in_backward", "Optimizer step in backward", "", Check, true, TRAIN, TorchOptimizer, None, "torchtune optimizer_in_bwd: each gradient is freed as soon as its parameter is updated."),
+    ]},
+    Section { title: "LoRA / QLoRA", open: true, tasks: FINE_TUNING, fields: &[
+        f("training.lora.rank", "Rank r", "", Count, false, FINE_TUNING, Always, range(1, limits::MAX_HIDDEN), "PEFT LoraConfig.r: A is r x in, B is out x r."),
+        f("training.lora.alpha", "Alpha", "", Number, true, FINE_TUNING, Always, None, "PEFT lora_alpha (scaling only; no memory)."),
+        f("training.lora.target_modules", "Target modules", "", Targets, false, FINE_TUNING, Always, None, "Comma-separated module names (q_proj, v_proj, ...) or all-linear."),
+        f("training.lora.dropout", "Dropout", "", Number, true, FINE_TUNING, Always, Some(Bounds { min: 0.0, max: 1.0, min_open: false, max_open: true }), "PEFT lora_dropout: a mask and a copy of each targeted input when > 0."),
+        f("training.lora.base_weight_format", "Base weights", "", C(Choices::LoraBase), true, FINE_TUNING, Always, None, "Frozen base model: bf16 (LoRA) or nf4 (QLoRA, bitsandbytes 4-bit)."),
+        f("training.lora.adapters_fp32", "Adapters in fp32", "", Check, true, FINE_TUNING, Always, None, "PEFT autocast_adapter_dtype (default on)."),
+    ]},
+    Section { title: "Inference", open: true, tasks: INFERENCE, fields: &[
+        f("inference.engine", "Runtime", "", C(Choices::Runtime), true, INFERENCE, Always, None, "transformers generate, or vLLM (paged KV cache sized from gpu_memory_utilization)."),
+        f("inference.batch_size", "Batch size", "sequences", Count, true, INFERENCE, HF, range(1, limits::MAX_BATCH), "Sequences generated together (transformers generate)."),
+        f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, Always, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
+        f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, None, "Tokens prefilled at once. Empty: the whole context."),
+        f("inference.weight_format", "Weights", "", C(Choices::WeightFormat), true, INFERENCE, Always, None, "Storage of the linear layers; embeddings, head and norms stay 16-bit."),
+        f("inference.group_size", "Quantization group", "inputs", Count, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), range(1, limits::MAX_HIDDEN), "GPTQ/AWQ group_size."),
+        f("inference.zero_point", "Zero points", "", Check, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), None, "GPTQ/AWQ asymmetric quantization (sym=False): a 4-bit zero per group."),
+        f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),
+        f("inference.kv_cache_dtype", "KV cache", "", C(Choices::KvCacheDtype), true, INFERENCE, Always, None, "vLLM kv_cache_dtype."),
+        f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes."),
+        f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_model_len. Empty: the context length."),
+        f("inference.attention", "Attention", "", C(Choices::Attention), true, INFERENCE, HF, None, "Eager attention materializes the scores during the prefill."),
+        f("inference.prefill_chunk", "Prefill chunk", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),
+        f("inference.gpu_memory_utilization", "GPU memory utilization", "fraction", Number, true, INFERENCE, VLLM, Some(Bounds { min: 0.0, max: 1.0, min_open: true, max_open: false }), "vLLM gpu_memory_utilization."),
+        f("inference.max_num_batched_tokens", "Max batched tokens", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_num_batched_tokens: the profiling forward pass."),
+        f("inference.max_num_seqs", "Max sequences", "", Count, true, INFERENCE, VLLM, range(1, limits::MAX_BATCH), "vLLM max_num_seqs: rows of the profiled sampler."),
+    ]},
+    Section { title: "Parallelism", open: true, tasks: ALL, fields: &[
+        f("hardware.num_gpus", "GPUs", "", Count, true, ALL, Always, GPUS, "GPUs in the job (data x tensor x pipeline x context parallel)."),
+        f("parallelism.data_parallel_size", "Data parallel", "", Count, true, TRAIN, Always, GPUS, "DP size; ZeRO and FSDP shard over it. Empty: GPUs / (TP x PP x CP)."),
+        f("parallelism.tensor_parallel_size", "Tensor parallel", "", Count, true, ALL, par(|p| p.tensor), GPUS, "Megatron --tensor-model-parallel-size."),
+        f("parallelism.pipeline_parallel_size", "Pipeline parallel", "", Count, true, ALL, par(|p| p.pipeline), GPUS, "Megatron --pipeline-model-parallel-size."),
+        f("parallelism.sequence_parallel", "Sequence parallel", "", Check, true, TRAIN, par(|p| p.sequence), None, "Megatron --sequence-parallel (needs TP > 1)."),
+        f("parallelism.context_parallel_size", "Context parallel", "", Count, true, TRAIN, par(|p| p.context), GPUS, "Megatron --context-parallel-size / DeepSpeed-Ulysses sequence parallel size: splits the sequence."),
+        f("parallelism.expert_parallel_size", "Expert parallel", "", Count, true, ALL, par(|p| p.expert), GPUS, "Megatron --expert-model-parallel-size: MoE experts divided over EP ranks."),
+        f("parallelism.virtual_pipeline_parallel_size", "Virtual pipeline stages", "per rank", Count, true, TRAIN, par(|p| p.virtual_pipeline), None, "Megatron interleaved 1F1B schedule (--num-virtual-stages-per-pipeline-rank)."),
+        f("parallelism.first_pipeline_stage_layers", "Layers on the first stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-first-pipeline-num-layers (uneven split). Empty: even."),
+        f("parallelism.last_pipeline_stage_layers", "Layers on the last stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-last-pipeline-num-layers. Empty: even."),
+    ]},
+    Section { title: "Engine", open: true, tasks: TRAIN, fields: &[
+        f("engine.type", "Engine", "", C(Choices::Engine), false, TRAIN, Always, None, "The training framework."),
+        f("engine.zero_stage", "ZeRO stage", "", C(Choices::ZeroStage), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.stage: 1 shards optimizer states, 2 also gradients, 3 also parameters."),
+        f("engine.offload_optimizer", "Offload optimizer", "", C(Choices::Offload), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.offload_optimizer.device."),
+        f("engine.offload_param", "Offload parameters", "", C(Choices::Offload), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.offload_param.device (ZeRO-3)."),
+        f("engine.sharding_strategy", "Sharding strategy", "", C(Choices::Sharding), true, TRAIN, EngineOption, None, "torch.distributed.fsdp.ShardingStrategy."),
+        f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
+    ]},
+    Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[
+        f("engine.reduce_bucket_size", "Reduce bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed zero_optimization.reduce_bucket_size."),
+        f("engine.overlap_comm", "Overlap communication", "", Check, true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.overlap_comm: double-buffers the reduce bucket."),
+        f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_prefetch_bucket_size."),
+        f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_max_live_parameters."),
+        f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
+        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),
+        f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, None, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
+        f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP CPUOffload(offload_params=True)."),
+        f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, TRAIN, EngineOption, Some(Bounds { min: 0.0, max: 65536.0, min_open: true, max_open: false }), "DistributedDataParallel bucket_cap_mb."),
+        f("engine.gradient_as_bucket_view", "Gradients as bucket views", "", Check, true, TRAIN, EngineOption, None, "DistributedDataParallel gradient_as_bucket_view: without it the buckets are a second copy of all gradients."),
+    ]},
+    Section { title: "Overheads", open: false, tasks: ALL, fields: &[
+        f("hardware.gpus_per_node", "GPUs per node", "", Count, true, ALL, Always, range(1, 1024), "For NCCL and FSDP hybrid sharding."),
+        f("overheads.cuda_context_mib", "CUDA context", "MiB", Number, true, ALL, Always, Some(Bounds { min: 0.0, max: 65536.0, min_open: false, max_open: false }), "Driver and kernel memory outside PyTorch's allocator. Empty: the GPU preset's measured value."),
+        f("overheads.allocator_reserve_fraction", "Allocator reserve", "fraction of peak", Number, true, ALL, HF, FRACTION, "Caching-allocator fragmentation: max_memory_reserved / max_memory_allocated - 1 (e.g. 0.05)."),
+    ]},
+];
+
+/// Every field, section by section.
+pub fn fields() -> impl Iterator<Item = &'static Field> {
+    SECTIONS.iter().flat_map(|s| s.fields.iter())
+}
+
+/// The field at a dotted path.
+pub fn field(path: &str) -> Option<&'static Field> {
+    fields().find(|f| f.path == path)
+}
+
+/// What a document's settings say that decides which fields apply.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub task: Task,
+    /// The training engine (`engine.type`, default `ddp`), with its default options.
+    pub engine: Engine,
+    /// The inference runtime (`inference.engine`, default `hf`).
+    pub runtime: InferenceEngine,
+    pub weight_format: WeightFormat,
+}
+
+impl Context {
+    /// The context of a document that may not be valid (unreadable settings count as
+    /// their defaults).
+    pub fn of(doc: &Value) -> Context {
+        fn read<T: serde::de::DeserializeOwned + Default>(doc: &Value, path: &str) -> T {
+            path.split('.')
+                .try_fold(doc, |cur, seg| cur.get(seg))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default()
+        }
+        let kind: String = read(doc, "engine.type");
+        Context {
+            task: task_of(doc),
+            engine: Engine::of_kind(&kind).unwrap_or_default(),
+            runtime: read(doc, "inference.engine"),
+            weight_format: read(doc, "inference.weight_format"),
+        }
+    }
+}
+
+impl Field {
+    /// Whether the field applies to a document in `ctx` (hidden otherwise).
+    pub fn applies(&self, ctx: &Context) -> bool {
+        if self.tasks & ctx.task.bit() == 0 {
+            return false;
+        }
+        let training = ctx.task != Task::Inference;
+        match self.applies {
+            Always => true,
+            EngineOption => {
+                let key = self.path.strip_prefix("engine.").unwrap_or(self.path);
+                ctx.engine.option_keys().contains(&key)
+            }
+            TorchOptimizer => ctx.engine.torch_optimizer(),
+            Applies::Parallel(dim) => !training || dim(&ctx.engine.parallelism()),
+            Runtime(r) => training || ctx.runtime == r,
+            Formats(list) => list.contains(&ctx.weight_format),
+        }
+    }
+}
+
+impl Section {
+    /// Whether the section applies to a document in `ctx`.
+    pub fn applies(&self, ctx: &Context) -> bool {
+        self.tasks & ctx.task.bit() != 0
+    }
+}
+
+/// Every section filled in with its defaults: the values the schema assumes when a key is
+/// left out (the engine's for `engine` options).
+fn defaults(engine_kind: &str) -> Value {
+    let config = Config {
+        training: Training {
+            lora: Some(Lora::default()),
+            ..Training::default()
+        },
+        inference: Some(Inference::default()),
+        engine: Engine::of_kind(engine_kind).unwrap_or_default(),
+        ..Config::default()
+    };
+    serde_json::to_value(&config).unwrap_or(Value::Null)
+}
+
+/// The default at a dotted path, for a document whose engine is `engine_kind` (what the
+/// schema assumes when the key is left out; `None` where the default depends on other
+/// settings, such as `max_model_len` = the context length).
+pub fn default_at(path: &str, engine_kind: &str) -> Option<Value> {
+    path.split('.')
+        .try_fold(&defaults(engine_kind), |cur, seg| cur.get(seg))
+        .filter(|v| !v.is_null())
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_task_rule_is_the_schemas() {
+        for (doc, task) in [
+            (json!({}), Task::Training),
+            (json!({"inference": {}}), Task::Inference),
+            (json!({"inference": {}, "training": {}}), Task::Inference),
+            (
+                json!({"inference": {}, "training": {"seq_len": 8}}),
+                Task::Training,
+            ),
+            (
+                json!({"mode": "inference", "training": {"seq_len": 8}}),
+                Task::Inference,
+            ),
+            (json!({"mode": "training", "inference": {}}), Task::Training),
+            (json!({"training": {"lora": {}}}), Task::FineTuning),
+            (json!({"mode": "bogus", "inference": {}}), Task::Training),
+        ] {
+            assert_eq!(task_of(&doc), task, "{doc}");
+            let mut full = doc.clone();
+            full["model"] = json!({"preset": "gpt2"});
+            if let Ok(c) = Config::from_value(full) {
+                assert_eq!(c.task(), task, "{doc}");
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_come_from_the_schema() {
+        assert_eq!(default_at("inference.zero_point", "ddp"), Some(json!(true)));
+        assert_eq!(
+            default_at("inference.context_len", "ddp"),
+            Some(json!(4096))
+        );
+        assert_eq!(default_at("training.lora.rank", "ddp"), Some(json!(8)));
+        assert_eq!(
+            default_at("engine.reduce_bucket_size", "deepspeed"),
+            Some(json!(500_000_000))
+        );
+        assert_eq!(default_at("engine.reduce_bucket_size", "ddp"), None);
+        assert_eq!(default_at("inference.max_model_len", "ddp"), None);
+    }
+
+    #[test]
+    fn every_field_is_a_key_of_the_schema_and_every_choice_parses() {
+        for f in fields() {
+            // the path exists in the schema: a document with the default (or a choice)
+            // there parses
+            let engine = f
+                .path
+                .strip_prefix("engine.")
+                .and_then(|k| {
+                    ENGINES
+                        .iter()
+                        .find(|e| Engine::of_kind(e).is_some_and(|e| e.option_keys().contains(&k)))
+                })
+                .copied()
+                .unwrap_or("deepspeed");
+            let values: Vec<Value> = match f.kind {
+                Kind::Choice(c) => c.list().into_iter().map(|c| c.value).collect(),
+                Kind::Check => vec![json!(true)],
+                Kind::Targets => vec![json!("all-linear")],
+                Kind::Count | Kind::Number => {
+                    vec![f.bounds.map_or(json!(1), |b| json!(b.max.min(1e9) as u64))]
+                }
+            };
+            for v in values {
+                let mut doc = json!({"model": {"preset": "gpt2"}, "engine": {"type": engine}});
+                let mut cur = &mut doc;
+                let segs: Vec<&str> = f.path.split('.').collect();
+                for s in &segs[..segs.len() - 1] {
+                    cur = cur
+                        .as_object_mut()
+                        .unwrap()
+                        .entry(s.to_string())
+                        .or_insert(json!({}));
+                }
+                if f.path != "engine.type" {
+                    cur[segs[segs.len() - 1]] = v.clone();
+                }
+                assert!(
+                    Config::from_value(doc.clone()).is_ok(),
+                    "{}: {v} does not parse: {doc}",
+                    f.path
+                );
+            }
+        }
+    }
+}

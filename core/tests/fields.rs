@@ -1,0 +1,174 @@
+//! The form's field table (`calc_core::fields`) against the schema and validation: every
+//! bound the table states is the one validation enforces, and a field applies exactly where
+//! the engine, runtime and weight format model it.
+
+mod common;
+use common::*;
+
+use calc_core::fields::{Context, Kind, Task, fields};
+use serde_json::{Value, json};
+
+/// A valid document in which `path` applies, with `value` set at `path`.
+fn doc_for(path: &str, value: Value) -> Value {
+    let mut doc = if path.starts_with("inference.") {
+        let runtime = match path {
+            "inference.gpu_memory_utilization"
+            | "inference.max_num_batched_tokens"
+            | "inference.max_num_seqs"
+            | "inference.max_model_len" => "vllm",
+            _ => "hf",
+        };
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+               "inference": {"engine": runtime, "weight_format": "int4", "context_len": 4096},
+               "hardware": {"num_gpus": 1}})
+    } else {
+        let engine = match path {
+            "engine.bucket_cap_mb" => json!({"type": "ddp"}),
+            p if p.starts_with("engine.") => json!({"type": "deepspeed", "zero_stage": 3}),
+            _ => json!({"type": "megatron"}),
+        };
+        json!({"model": {"preset": "llama-3.1-8b"}, "training": {"lora": null},
+               "engine": engine, "hardware": {"num_gpus": 1}})
+    };
+    if path.starts_with("training.lora.") {
+        doc["training"]["lora"] = json!({});
+        doc["engine"] = json!({"type": "ddp"});
+    }
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut cur = &mut doc;
+    for s in &segs[..segs.len() - 1] {
+        cur = cur
+            .as_object_mut()
+            .unwrap()
+            .entry(s.to_string())
+            .or_insert(json!({}));
+    }
+    cur[segs[segs.len() - 1]] = value;
+    doc
+}
+
+fn errors_at(path: &str, value: Value) -> Vec<String> {
+    errors_of(doc_for(path, value))
+        .into_iter()
+        .filter(|e| e.field == path)
+        .map(|e| e.message)
+        .collect()
+}
+
+fn number(kind: Kind, x: f64) -> Value {
+    match kind {
+        Kind::Count => json!(x as u64),
+        _ => json!(x),
+    }
+}
+
+#[test]
+fn the_bounds_are_the_ones_validation_enforces() {
+    let mut checked = 0;
+    for f in fields() {
+        let Some(b) = f.bounds else { continue };
+        let step = if f.kind == Kind::Count { 1.0 } else { 1e-6 };
+        // just outside each bound, or at an open bound: an error naming the field
+        let below = if b.min_open { b.min } else { b.min - step };
+        let above = if b.max_open { b.max } else { b.max + step };
+        if below >= 0.0 {
+            assert!(
+                !errors_at(f.path, number(f.kind, below)).is_empty(),
+                "{} = {below} passes validation, below the table's bounds {b:?}",
+                f.path
+            );
+        }
+        assert!(
+            !errors_at(f.path, number(f.kind, above)).is_empty(),
+            "{} = {above} passes validation, above the table's bounds {b:?}",
+            f.path
+        );
+        // inside: no range error (other checks of the same field may still apply at the
+        // extremes, e.g. a TP size that does not divide the heads)
+        let lowest = if b.min_open { b.min + step } else { b.min };
+        let highest = if b.max_open { b.max - step } else { b.max };
+        for inside in [lowest, highest] {
+            let range_errors: Vec<String> = errors_at(f.path, number(f.kind, inside))
+                .into_iter()
+                .filter(|m| m.contains(" from ") || m.contains("at most") || m.contains("above"))
+                .collect();
+            assert!(
+                range_errors.is_empty(),
+                "{} = {inside} is inside the table's bounds {b:?}, but: {range_errors:?}",
+                f.path
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked} bounded fields");
+}
+
+#[test]
+fn fields_apply_where_the_model_uses_them() {
+    let ctx = |doc: Value| Context::of(&doc);
+    let applies =
+        |path: &str, doc: Value| calc_core::fields::field(path).unwrap().applies(&ctx(doc));
+    // engine options follow the engine's option keys
+    assert!(applies(
+        "engine.zero_stage",
+        json!({"engine": {"type": "megatron_deepspeed"}})
+    ));
+    assert!(!applies(
+        "engine.zero_stage",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(applies(
+        "engine.sharding_strategy",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    // parallel dimensions follow what the engine models, in training
+    assert!(!applies(
+        "parallelism.tensor_parallel_size",
+        json!({"engine": {"type": "ddp"}})
+    ));
+    assert!(applies(
+        "parallelism.sequence_parallel",
+        json!({"engine": {"type": "megatron"}})
+    ));
+    assert!(!applies(
+        "parallelism.sequence_parallel",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(applies(
+        "parallelism.tensor_parallel_size",
+        json!({"mode": "inference", "engine": {"type": "ddp"}})
+    ));
+    // runtimes and formats
+    let vllm = json!({"mode": "inference", "inference": {"engine": "vllm"}});
+    assert!(applies("inference.gpu_memory_utilization", vllm.clone()));
+    assert!(!applies("inference.prompt_len", vllm.clone()));
+    assert!(!applies("overheads.allocator_reserve_fraction", vllm));
+    assert!(applies("overheads.allocator_reserve_fraction", json!({})));
+    assert!(applies(
+        "inference.group_size",
+        json!({"mode": "inference", "inference": {"weight_format": "awq"}})
+    ));
+    assert!(!applies(
+        "inference.group_size",
+        json!({"mode": "inference"})
+    ));
+    // tasks
+    assert_eq!(
+        Context::of(&json!({"training": {"lora": {}}})).task,
+        Task::FineTuning
+    );
+    assert!(applies(
+        "training.lora.rank",
+        json!({"training": {"lora": {}}})
+    ));
+    assert!(!applies("training.lora.rank", json!({})));
+    // torch.optim settings only where torch.optim steps
+    assert!(applies(
+        "training.optimizer_impl",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(!applies(
+        "training.optimizer_impl",
+        json!({"engine": {"type": "deepspeed"}})
+    ));
+}

@@ -6,7 +6,7 @@
 use calc_core::units::{fmt_count, fmt_gib, fmt_int};
 use calc_core::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::{Config, FieldError, presets};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -38,15 +38,6 @@ struct Cli {
     cmd: Cmd,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum EngineArg {
-    Ddp,
-    Deepspeed,
-    Fsdp,
-    Megatron,
-    MegatronDeepspeed,
-}
-
 #[derive(Subcommand)]
 enum Cmd {
     /// Estimate per-GPU memory for a config file (schema 1 or the seed format).
@@ -72,9 +63,10 @@ enum Cmd {
         /// Number of GPUs (all data parallel unless --tp/--pp are given).
         #[arg(long, default_value_t = 1)]
         gpus: u64,
-        #[arg(long, value_enum, default_value = "ddp")]
-        engine: EngineArg,
-        /// ZeRO stage for deepspeed / megatron_deepspeed.
+        /// The training engine (`engine.type`).
+        #[arg(long, default_value = "ddp", value_parser = clap::builder::PossibleValuesParser::new(calc_core::engines::ENGINES))]
+        engine: String,
+        /// ZeRO stage, for the engines that run DeepSpeed ZeRO.
         #[arg(long, default_value_t = 3)]
         zero_stage: u8,
         /// GPU preset id (default h100-80gb).
@@ -224,15 +216,12 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             } else {
                 json!({ "num_parameters": model })
             };
-            let engine = match engine {
-                EngineArg::Ddp => json!({"type": "ddp"}),
-                EngineArg::Deepspeed => json!({"type": "deepspeed", "zero_stage": zero_stage}),
-                EngineArg::Fsdp => json!({"type": "fsdp"}),
-                EngineArg::Megatron => json!({"type": "megatron"}),
-                EngineArg::MegatronDeepspeed => {
-                    json!({"type": "megatron_deepspeed", "zero_stage": zero_stage})
-                }
-            };
+            let mut engine = json!({ "type": engine });
+            if calc_core::config::Engine::of_kind(engine["type"].as_str().unwrap_or_default())
+                .is_some_and(|e| e.option_keys().contains(&"zero_stage"))
+            {
+                engine["zero_stage"] = json!(zero_stage);
+            }
             let mut hardware = json!({ "num_gpus": gpus });
             if let Some(g) = gpu {
                 hardware["gpu"] = json!(g);

@@ -2,7 +2,7 @@
 //! fragment of a `deepspeed` / `megatron_deepspeed` run, and the per-GPU-preset fit table
 //! ("which GPUs fit"). Pure functions; the web app and the CLI only display them.
 
-use crate::config::{Engine, MegatronDeepspeedOptions, Offload, Precision};
+use crate::config::{Offload, Precision};
 use crate::error::FieldError;
 use crate::estimate;
 use crate::resolve::resolve;
@@ -41,15 +41,12 @@ fn zero_stage(zero: &mut Map<String, Value>, stage: u8, optimizer: Offload, para
 pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
     let r = resolve(config)?;
     let t = &config.training;
-    let z = match &config.engine {
-        Engine::Deepspeed(z) | Engine::MegatronDeepspeed(MegatronDeepspeedOptions(z)) => z,
-        other => {
-            return Err(vec![FieldError::new(
-                "engine.type",
-                other.kind(),
-                "a ds_config.json exists only for the deepspeed and megatron_deepspeed engines",
-            )]);
-        }
+    let Some(z) = config.engine.zero_options() else {
+        return Err(vec![FieldError::new(
+            "engine.type",
+            config.engine.kind(),
+            "a ds_config.json exists only for the deepspeed and megatron_deepspeed engines",
+        )]);
     };
     let mut zero = Map::new();
     zero_stage(

@@ -408,7 +408,7 @@ pub fn field(path: &str) -> Option<&'static Field> {
 }
 
 /// What a document's settings say that decides which fields apply.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Context {
     pub task: Task,
     /// The training engine (`engine.type`, default `ddp`), with its default options.

@@ -11,10 +11,10 @@ pub mod doc;
 pub mod hf_import;
 pub mod state;
 
+use calc_core::fields::{self, Context, Field, Kind, SECTIONS, Task};
 use calc_core::units::fmt_gib;
 use calc_core::{COMPONENTS, Estimate, OVERHEADS};
 use calc_core::{Config, FieldError, presets};
-use doc::{FieldSpec, Kind, SECTIONS};
 use gloo_storage::{LocalStorage, Storage};
 use leptos::prelude::*;
 use serde_json::{Value, json};
@@ -122,6 +122,8 @@ pub fn App() -> impl IntoView {
         }
     });
     let stale = Memo::new(move |_| result.with(|r| r.is_err()));
+    // what decides which fields apply (task, engine, runtime, weight format): calc-core's rule
+    let ctx = Memo::new(move |_| doc.with(Context::of));
 
     // persistence: the document (valid or not) is the user's work; the link follows it.
     // Both are browser calls slow enough (localStorage and history are synchronous IPC,
@@ -227,7 +229,7 @@ pub fn App() -> impl IntoView {
                 {move || {
                     revision.get();
                     view! {
-                                                <ModeSwitch doc=doc />
+                        <ModeSwitch doc=doc ctx=ctx />
                         <ModelPicker doc=doc last_good=last_good errors=errors />
                         <GpuPicker doc=doc errors=errors />
                         {SECTIONS
@@ -235,9 +237,9 @@ pub fn App() -> impl IntoView {
                             .map(|sec| {
                                 view! {
                                                                         <details class="group" open=sec.open
-                                        style:display=move || if doc.with(|d| sec.modes & doc::ui_mode(d) != 0) { "" } else { "none" }>
+                                        style:display=move || if ctx.with(|c| sec.applies(c)) { "" } else { "none" }>
                                         <summary>{sec.title}</summary>
-                                        {sec.fields.iter().map(|f| view! { <Field spec=*f doc=doc errors=errors /> }).collect_view()}
+                                        {sec.fields.iter().map(|f| view! { <Field spec=f doc=doc ctx=ctx errors=errors /> }).collect_view()}
                                     </details>
                                 }
                             })
@@ -302,31 +304,26 @@ fn has_field(path: &str) -> bool {
     path == "model.preset"
         || path == "hardware.gpu"
         || path == "hardware.gpu_memory_gb"
-        || SECTIONS
-            .iter()
-            .any(|sec| sec.fields.iter().any(|f| f.path == path))
+        || fields::field(path).is_some()
 }
 
 #[component]
-fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -> impl IntoView {
+fn Field(
+    spec: &'static Field,
+    doc: RwSignal<Value>,
+    ctx: Memo<Context>,
+    errors: Memo<Vec<FieldError>>,
+) -> impl IntoView {
     let path = spec.path;
     let id = dom_id(path);
     let err_id = format!("{id}-error");
     let help_id = format!("{id}-help");
     let error = Memo::new(move |_| errors.with(|e| field_errors(e, path)));
-    let visible = move || {
-        doc.with(|d| {
-            let engine_ok = match spec.engines {
-                None => true,
-                Some(list) => list.contains(&doc::engine_type(d).as_str()),
-            };
-            engine_ok && spec.modes & doc::ui_mode(d) != 0
-        })
-    };
+    let visible = move || ctx.with(|c| spec.applies(c));
     let initial = doc.with_untracked(|d| doc::get(d, path).cloned());
     let described = format!("{help_id} {err_id}");
     let control = match spec.kind {
-        Kind::Number => {
+        Kind::Count | Kind::Number => {
             let text = doc::text_of(initial.as_ref());
             view! {
                 <input id=id.clone() type="text" inputmode="decimal" autocomplete="off" value=text
@@ -355,7 +352,7 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
         Kind::Check => {
             let checked = initial
                 .clone()
-                .or_else(|| doc::default_at(path))
+                .or_else(|| fields::default_at(path, &doc.with_untracked(doc::engine_type)))
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false);
             view! {
@@ -367,17 +364,12 @@ fn Field(spec: FieldSpec, doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -
             }
             .into_any()
         }
-        Kind::Select(_) | Kind::Optimizer => {
-            let options: Vec<(String, String)> = match spec.kind {
-                Kind::Select(o) => o
-                    .iter()
-                    .map(|(v, l)| (v.to_string(), l.to_string()))
-                    .collect(),
-                _ => calc_core::optimizer::OPTIMIZERS
-                    .iter()
-                    .map(|r| (format!("{:?}", r.name), r.label.to_string()))
-                    .collect(),
-            };
+        Kind::Choice(choices) => {
+            let options: Vec<(String, String)> = choices
+                .list()
+                .into_iter()
+                .map(|c| (c.value.to_string(), c.label.to_string()))
+                .collect();
             let current = initial
                 .map(|v| v.to_string())
                 .unwrap_or_else(|| "null".into());
@@ -658,47 +650,42 @@ fn download(name: &str, text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The Training / Fine-tuning / Inference switch: sets `mode` (and a default `lora` or
-/// `inference` section) in the document.
+/// The Training / Fine-tuning / Inference switch: sets `mode` (and, where the document has
+/// none, a `training.lora` or `inference` section holding calc-core's defaults).
 #[component]
-fn ModeSwitch(doc: RwSignal<Value>) -> impl IntoView {
-    let mode = Memo::new(move |_| doc.with(doc::ui_mode));
-    let set_mode = move |m: u8| {
-        doc.update(|d| match m {
-            doc::INFER => {
+fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
+    let set_mode = move |task: Task| {
+        doc.update(|d| match task {
+            Task::Inference => {
                 doc::set(d, "mode", Some(json!("inference")));
                 if doc::get(d, "inference").is_none() {
-                    doc::set(
-                        d,
-                        "inference",
-                        Some(json!({"batch_size": 1, "context_len": 8192})),
-                    );
+                    let defaults = serde_json::to_value(calc_core::config::Inference::default());
+                    doc::set(d, "inference", defaults.ok());
                 }
             }
-            _ => {
+            Task::Training | Task::FineTuning => {
                 doc::set(d, "mode", Some(json!("training")));
-                let lora = if m == doc::TUNE {
-                    Some(doc::get(d, "training.lora").cloned().unwrap_or(
-                        json!({"rank": 16, "alpha": 32, "target_modules": "all-linear"}),
-                    ))
-                } else {
-                    None
-                };
+                let lora = (task == Task::FineTuning).then(|| {
+                    doc::get(d, "training.lora").cloned().unwrap_or_else(|| {
+                        serde_json::to_value(calc_core::config::Lora::default())
+                            .unwrap_or_else(|_| json!({}))
+                    })
+                });
                 doc::set(d, "training.lora", lora);
             }
         })
     };
-    let button = move |m: u8, id: &'static str, label: &'static str| {
+    let button = move |task: Task, id: &'static str, label: &'static str| {
         view! {
-            <button id=id type="button" class="mode" aria-pressed=move || if mode.get() == m { "true" } else { "false" }
-                on:click=move |_| set_mode(m)>{label}</button>
+            <button id=id type="button" class="mode" aria-pressed=move || if ctx.with(|c| c.task == task) { "true" } else { "false" }
+                on:click=move |_| set_mode(task)>{label}</button>
         }
     };
     view! {
         <div class="mode-switch" role="group" aria-label="What to estimate">
-            {button(doc::TRAIN, "mode-training", "Training")}
-            {button(doc::TUNE, "mode-finetuning", "Fine-tuning")}
-            {button(doc::INFER, "mode-inference", "Inference")}
+            {button(Task::Training, "mode-training", "Training")}
+            {button(Task::FineTuning, "mode-finetuning", "Fine-tuning")}
+            {button(Task::Inference, "mode-inference", "Inference")}
         </div>
     }
 }
@@ -783,18 +770,12 @@ fn sweep_svg(c: &Config) -> String {
     chart::render_sweep_svg(&points, label, (720, 260))
 }
 
-/// What a point of the sweep shows: the total, or for vLLM the memory the KV cache of one
-/// sequence of that length needs on top of weights and activations.
+/// What a point of the sweep shows: the total, or for vLLM what one sequence of that
+/// length needs (calc-core's `one_sequence_bytes`).
 fn sweep_total(e: &Estimate) -> u64 {
-    match &e.serving {
-        Some(s) => {
-            s.weights_bytes
-                + s.peak_activation_bytes
-                + s.non_torch_bytes
-                + s.kv_bytes_per_token * s.max_model_len
-        }
-        None => e.total_bytes,
-    }
+    e.serving
+        .as_ref()
+        .map_or(e.total_bytes, |s| s.one_sequence_bytes)
 }
 
 /// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace

@@ -144,6 +144,10 @@ pub(crate) trait EngineModel {
     /// The optimizer step is `torch.optim`'s (`optimizer_impl` and `optimizer_in_backward`
     /// apply); DeepSpeed and Megatron step with their own fused optimizers.
     fn torch_optimizer(&self) -> bool;
+    /// DeepSpeed's ZeRO options, for engines that run DeepSpeed (a `ds_config.json` exists).
+    fn zero_options(&self) -> Option<&crate::config::ZeroOptions> {
+        None
+    }
 }
 
 impl Engine {
@@ -172,6 +176,10 @@ impl Engine {
     /// Keys of the engine's options (besides `type`).
     pub fn option_keys(&self) -> &'static [&'static str] {
         self.model().option_keys()
+    }
+    /// DeepSpeed's ZeRO options, for engines that run DeepSpeed.
+    pub fn zero_options(&self) -> Option<&crate::config::ZeroOptions> {
+        self.model().zero_options()
     }
     /// The engine of `type` `kind` with its default options.
     pub fn of_kind(kind: &str) -> Option<Engine> {

@@ -338,6 +338,9 @@ impl EngineModel for ZeroOptions {
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
         self.zero_states(r, p, b)
     }
+    fn zero_options(&self) -> Option<&ZeroOptions> {
+        Some(self)
+    }
     fn weight_shard(&self, l: &Layout) -> u64 {
         if self.zero_stage == 3 {
             l.shard_group()
@@ -397,6 +400,9 @@ impl EngineModel for MegatronDeepspeedOptions {
     }
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
         self.0.zero_states(r, p, b)
+    }
+    fn zero_options(&self) -> Option<&ZeroOptions> {
+        Some(&self.0)
     }
     fn weight_shard(&self, l: &Layout) -> u64 {
         self.0.weight_shard(l)

@@ -8,7 +8,7 @@
 //!   ([`Estimate::peak_allocated_bytes`]) and its phases, and carry the error budget
 //!   ([`BUDGET_MEDIAN`], [`BUDGET_P90`]).
 //! * **Published cases** (`published_cases.json`): numbers from papers, READMEs and logs
-//!   (`../shared/reference/published_cases.md`) that the schema can express, each compared in
+//!   (`tests/reference/published_cases.json`, each case with its `source`) that the schema can express, each compared in
 //!   the metric it reports (allocated, reserved, nvidia-smi, a vLLM log line) with its own
 //!   stated tolerance: their configurations are partly inferred.
 //!
@@ -67,7 +67,7 @@ pub struct ProbeRecord {
 /// A published measurement the schema can express.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PublishedCase {
-    /// `GT-nn` from `published_cases.md`.
+    /// `GT-nn`, the case's number in the project's list of published measurements.
     pub id: String,
     pub title: String,
     pub source: String,

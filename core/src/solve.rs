@@ -183,20 +183,18 @@ pub fn solve(config: &Config, target: Target) -> Result<Solution, Vec<FieldError
         })
     };
 
-    // vLLM concurrency is read off the KV cache's capacity directly
-    if let (Target::MaxConcurrency, Some(inf)) = (target, &config.inference)
-        && inf.engine == InferenceEngine::Vllm
-    {
+    // a serving runtime (vLLM) reports its KV cache's capacity: concurrency is read off it
+    if target == Target::MaxConcurrency {
         let e = estimate(config)?;
-        let s = e.serving.as_ref().expect("vllm estimates serving");
-        let per_seq = s.kv_bytes_per_token.max(1) * inf.context_len;
-        let n = if s.kv_cache_bytes > 0 {
-            (s.kv_cache_bytes as u64 / per_seq).min(inf.max_num_seqs)
-        } else {
-            0
-        };
-        let value = (n > 0).then_some(n);
-        return solution(value, 1, false);
+        if let (Some(s), Some(inf)) = (&e.serving, &config.inference) {
+            let per_seq = s.kv_bytes_per_token.max(1) * inf.context_len;
+            let n = if s.kv_cache_bytes > 0 {
+                (s.kv_cache_bytes as u64 / per_seq).min(inf.max_num_seqs)
+            } else {
+                0
+            };
+            return solution((n > 0).then_some(n), 1, false);
+        }
     }
 
     match target {

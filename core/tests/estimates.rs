@@ -203,7 +203,10 @@ fn reproduces_megatron_theoretical_memory_usage() {
 }
 
 #[test]
-fn every_preset_and_engine_computes() {
+fn every_preset_and_engine_is_consistent() {
+    // the estimate's own arithmetic, for every preset under every engine: phases sum their
+    // components, the peak is the largest phase of the most loaded stage, the total adds
+    // the overheads, and a sharding engine never holds more model states than DDP
     let engines = [
         json!({"type": "ddp"}),
         json!({"type": "deepspeed", "zero_stage": 1}),
@@ -214,7 +217,15 @@ fn every_preset_and_engine_computes() {
         json!({"type": "megatron", "distributed_optimizer": true}),
         json!({"type": "megatron_deepspeed", "zero_stage": 1}),
     ];
+    let states = |e: &calc_core::Estimate| {
+        let step = phase(e, "optimizer_step");
+        ["weights", "gradients", "master_weights", "optimizer_states"]
+            .iter()
+            .map(|c| step.components[*c])
+            .sum::<u64>()
+    };
     for p in calc_core::presets::model_presets() {
+        let mut ddp_states = 0;
         for eng in &engines {
             let e = estimate(&cfg(json!({
                 "model": {"preset": p.id},
@@ -223,12 +234,54 @@ fn every_preset_and_engine_computes() {
                 "hardware": {"num_gpus": 16}
             })))
             .unwrap_or_else(|err| panic!("{} {eng}: {err:?}", p.id));
-            assert!(
-                e.peak_allocated_bytes > 0 && e.total_bytes > e.peak_allocated_bytes,
-                "{} {eng}",
-                p.id
+            let at = format!("{} {eng}", p.id);
+            for ph in &e.phases {
+                assert_eq!(
+                    ph.allocated_bytes,
+                    ph.components.values().sum::<u64>(),
+                    "{at}"
+                );
+            }
+            let max = e.phases.iter().map(|p| p.allocated_bytes).max().unwrap();
+            assert_eq!(e.peak_allocated_bytes, max, "{at}");
+            assert_eq!(
+                phase(&e, e.peak_phase.as_str()).allocated_bytes,
+                max,
+                "{at}"
             );
-            assert!(e.utilization.is_finite());
+            assert_eq!(
+                &phase(&e, e.peak_phase.as_str()).components,
+                &e.components,
+                "{at}"
+            );
+            assert_eq!(
+                e.total_bytes,
+                e.peak_allocated_bytes + e.overheads.values().sum::<u64>(),
+                "{at}"
+            );
+            assert_eq!(e.fits, e.total_bytes <= e.gpu_memory_bytes, "{at}");
+            assert_eq!(
+                e.headroom_bytes,
+                e.gpu_memory_bytes as i64 - e.total_bytes as i64,
+                "{at}"
+            );
+            // the reported stage is the most loaded one
+            let most = e
+                .stages
+                .iter()
+                .map(|s| s.peak_allocated_bytes)
+                .max()
+                .unwrap();
+            assert_eq!(most, e.peak_allocated_bytes, "{at}");
+            if eng["type"] == "ddp" {
+                ddp_states = states(&e);
+            } else if eng["type"] != "megatron" && eng["type"] != "megatron_deepspeed" {
+                assert!(
+                    states(&e) <= ddp_states,
+                    "{at}: {} > DDP {ddp_states}",
+                    states(&e)
+                );
+            }
         }
     }
 }

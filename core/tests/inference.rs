@@ -136,7 +136,7 @@ fn vllm(model: &str, format: &str, tp: u64, max_model_len: u64) -> calc_core::Se
 
 #[test]
 fn vllm_published_cases() {
-    // published_cases.md GT-45: Llama-3.1-8B bf16, H100 (79.18 GiB), util 0.9, max-model-len
+    // published case GT-45 (tests/reference/published_cases.json): Llama-3.1-8B bf16, H100 (79.18 GiB), util 0.9, max-model-len
     // 16000: weights 14.99 GiB, KV cache 51.38 GiB
     let s = vllm("llama-3.1-8b", "bf16", 1, 16_000);
     assert!(

@@ -184,8 +184,8 @@ fn main() {
 
     let _ = writeln!(
         o,
-        "\n## Published measurements\n\nFrom `../shared/reference/published_cases.md`, the cases the \
-         schema can express (`tests/reference/published_cases.json` holds the configs). Each is \
+        "\n## Published measurements\n\nFrom published measurements, the cases the schema can express \
+         (`tests/reference/published_cases.json` holds each one's config and source). Each is \
          compared in the metric it reports; a tolerance is asserted only where the configuration \
          is known well enough.\n\n\
          | case | metric | measured | estimated | error | tolerance | notes |\n|---|---|---|---|---|---|---|"

@@ -93,14 +93,6 @@ pub fn targets_text(v: Option<&Value>) -> String {
     }
 }
 
-/// The engine `type` of a document.
-pub fn engine_type(doc: &Value) -> String {
-    get(doc, "engine.type")
-        .and_then(|v| v.as_str())
-        .unwrap_or("ddp")
-        .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,14 +203,8 @@ pub fn App() -> impl IntoView {
             }
         });
     };
-    let is_deepspeed = move || {
-        doc.with(|d| {
-            matches!(
-                doc::engine_type(d).as_str(),
-                "deepspeed" | "megatron_deepspeed"
-            )
-        })
-    };
+    // a ds_config.json exists for the engines that run DeepSpeed ZeRO
+    let is_deepspeed = move || ctx.with(|c| c.engine.zero_options().is_some());
     let on_reset = move |_| {
         replace_doc(default_doc());
         status.set("Reset to the default configuration".into());
@@ -352,7 +346,7 @@ fn Field(
         Kind::Check => {
             let checked = initial
                 .clone()
-                .or_else(|| fields::default_at(path, &doc.with_untracked(doc::engine_type)))
+                .or_else(|| fields::default_at(path, ctx.with_untracked(|c| c.engine.kind())))
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false);
             view! {

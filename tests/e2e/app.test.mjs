@@ -131,6 +131,18 @@ test('engine switch shows only the fields that apply', async () => {
   await page.selectOption('#engine-type', '"deepspeed"');
   await page.locator('#engine-zero_stage').waitFor({ state: 'visible' });
   assert.equal(await page.locator('#engine-sharding_strategy').isVisible(), false);
+  // where a field applies is calc-core's fact (core/src/fields.rs): Megatron models
+  // sequence parallelism and has no torch.optim implementation to choose; FSDP the reverse
+  await page.selectOption('#engine-type', '"megatron"');
+  await page.locator('#parallelism-sequence_parallel').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#training-optimizer_impl').isVisible(), false);
+  assert.equal(await page.locator('#export-ds').isVisible(), false);
+  await page.selectOption('#engine-type', '"fsdp"');
+  await page.locator('#training-optimizer_impl').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#parallelism-sequence_parallel').isVisible(), false);
+  await page.selectOption('#engine-type', '"megatron_deepspeed"');
+  await page.locator('#export-ds').waitFor({ state: 'visible' });
+  await page.locator('#engine-reduce_bucket_size').waitFor({ state: 'attached' });
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -232,7 +244,16 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   assert.equal(await page.locator('#training-micro_batch_size').isVisible(), false);
   await page.locator('#solve-concurrency', { hasText: /max concurrent sequences: \d+/ }).waitFor();
   await page.locator('#solve-context', { hasText: /max context: \d+/ }).waitFor();
+  // transformers generate: its own settings; quantization settings follow the weight format
+  assert.equal(await page.locator('#inference-batch_size').isVisible(), true);
+  assert.equal(await page.locator('#inference-gpu_memory_utilization').isVisible(), false);
+  assert.equal(await page.locator('#inference-group_size').isVisible(), false);
+  await page.selectOption('#inference-weight_format', '"awq"');
+  await page.locator('#inference-group_size').waitFor({ state: 'visible' });
+  await page.selectOption('#inference-weight_format', '"bf16"');
   await page.selectOption('#inference-engine', '"vllm"');
+  await page.locator('#inference-gpu_memory_utilization').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#inference-batch_size').isVisible(), false);
   await page.fill('#inference-context_len', '16000');
   await page.locator('#verdict', { hasText: 'maximum concurrency for 16000 tokens per request' }).waitFor();
   await page.screenshot({ path: path.join(OUT, 'inference.png'), fullPage: true });
@@ -354,6 +375,9 @@ test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', asyn
   await row.locator('summary').click();
   await row.locator('.formula').waitFor();
   assert.match(await row.locator('.source').textContent(), /Source: .+/);
+  // the formula is the term that computed the bytes: ZeRO-3 on 8 GPUs shards Llama-3.1-8B's
+  // AdamW states, 2 states x 4 B x 8 030 261 248 params / 8 ranks
+  assert.equal(await row.locator('.formula').textContent(), '2 states × 4 B × 8030261248 params / 8 data-parallel ranks');
   // which GPUs fit: one bar per preset, each labelled (drawn one task after the estimate)
   await page.locator('#fits svg').waitFor();
   assert.equal(await page.locator('#fits svg text', { hasText: /[✓✗] / }).count(), 8);

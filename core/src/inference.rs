@@ -15,7 +15,9 @@ use crate::config::{Attention, Inference, InferenceEngine, KvCacheDtype, Mode, W
 use crate::model::{MlpKind, ModelArch};
 use crate::placement::{Stage, rank_params, stages};
 use crate::problem::Resolved;
-use crate::report::{Component, Estimate, Overheads, Phase, PhaseName, StageOutcome, assemble};
+use crate::report::{
+    Component, Estimate, Overheads, Phase, PhaseName, ServingEstimate, StageOutcome, assemble,
+};
 use crate::term::{Expr, Term, bytes, n};
 use crate::weights::{Storage, stage_weights};
 
@@ -204,13 +206,43 @@ pub(crate) fn storage(inf: &Inference) -> Storage {
     }
 }
 
+/// One pipeline stage of an inference run, as the runtimes see it.
+pub(crate) struct InferStage<'a> {
+    pub r: &'a Resolved,
+    pub st: &'a Stage,
+    pub inf: &'a Inference,
+    pub arch: &'a ModelArch,
+    pub tp: u64,
+    /// The stage's decoder layers, `[start, end)`.
+    pub layers: (u64, u64),
+    /// Bytes per activation element.
+    pub act: u64,
+    /// fp16 compute only for fp16 weights; quantized formats compute in bf16.
+    pub fp16: bool,
+}
+
+impl InferStage<'_> {
+    /// The stage's outcome with these phases.
+    pub fn outcome(&self, phases: Vec<Phase>, serving: Option<ServingEstimate>) -> StageOutcome {
+        StageOutcome {
+            stage: self.st.index,
+            layers: self.st.layers(),
+            params_on_gpu: rank_params(self.r, self.st, 0).total(),
+            phases,
+            cpu: Term::zero(),
+            nvme: Term::zero(),
+            serving,
+        }
+    }
+}
+
 /// An inference estimate from `per_stage`, the runtime's model of one pipeline stage
 /// (transformers `generate` here, vLLM in [`crate::serving`]): every candidate stage, the
 /// runtime's warnings, the overheads (NCCL communicators of TP and PP; vLLM replaces the
 /// cuBLAS workspace with its non-torch memory and has no allocator reserve).
 pub(crate) fn estimate_stages(
     r: &Resolved,
-    per_stage: fn(&Resolved, &Stage, &Inference) -> StageOutcome,
+    per_stage: fn(&InferStage) -> StageOutcome,
     non_torch: Option<Term>,
 ) -> Estimate {
     let inf = r.config.inference.clone().unwrap_or_default();
@@ -218,7 +250,16 @@ pub(crate) fn estimate_stages(
     let mut warnings = r.warnings.clone();
     let mut outcomes = Vec::new();
     for st in stages(r) {
-        let o = per_stage(r, &st, &inf);
+        let o = per_stage(&InferStage {
+            r,
+            st: &st,
+            inf: &inf,
+            arch: &r.arch,
+            tp: l.tensor_parallel_size,
+            layers: l.stage_layers.range(st.index, l.pipeline_parallel_size),
+            act: activation_bytes(inf.weight_format),
+            fp16: inf.weight_format == WeightFormat::Fp16,
+        });
         if let Some(s) = o.serving.as_ref().filter(|s| !s.fits) {
             warnings.push(s.message.clone());
         }
@@ -256,14 +297,17 @@ pub(crate) fn estimate_generate(r: &Resolved) -> Estimate {
 
 /// transformers `generate` on one stage: the prefill of the prompt (or one chunk of it)
 /// and a decode step with the whole cache.
-fn generate(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
-    let a = &r.arch;
-    let l = &r.layout;
-    let tp = l.tensor_parallel_size;
-    let (start, end) = l.stage_layers.range(st.index, l.pipeline_parallel_size);
-    let act = activation_bytes(inf.weight_format);
-    // fp16 compute only for fp16 weights; quantized formats compute in bf16
-    let fp16 = inf.weight_format == WeightFormat::Fp16;
+fn generate(s: &InferStage) -> StageOutcome {
+    let InferStage {
+        r,
+        st,
+        inf,
+        arch: a,
+        tp,
+        layers: (start, end),
+        act,
+        fp16,
+    } = *s;
     let prompt = inf
         .prompt_len
         .unwrap_or(inf.context_len)
@@ -361,13 +405,5 @@ fn generate(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
             Term::new(decode_ws, workspace_source),
         )
         .set(Component::Logits, Term::new(logits_decode, logits_source));
-    StageOutcome {
-        stage: st.index,
-        layers: st.layers(),
-        params_on_gpu: rank_params(r, st, 0).total(),
-        phases: vec![prefill, decode],
-        cpu: Term::zero(),
-        nvme: Term::zero(),
-        serving: None,
-    }
+    s.outcome(vec![prefill, decode], None)
 }

@@ -5,12 +5,9 @@
 //! `max_num_batched_tokens` tokens and a sampler run over `max_num_seqs` rows with
 //! top-k/top-p ([`vllm_sampler_bytes`]). SGLang goes beside it.
 
-use crate::config::{Attention, Inference, WeightFormat};
-use crate::inference::{
-    KV_SOURCE, activation_bytes, forward_workspace, kv_bytes_per_token, storage,
-};
+use crate::config::Attention;
+use crate::inference::{InferStage, KV_SOURCE, forward_workspace, kv_bytes_per_token, storage};
 use crate::model::ModelArch;
-use crate::placement::{Stage, rank_params};
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{
     Component, Phase, PhaseName, ServingEstimate, StageOutcome, cublas_workspace, nccl_buffers,
@@ -76,13 +73,18 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
 }
 
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
-fn vllm(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
-    let a = &r.arch;
+fn vllm(s: &InferStage) -> StageOutcome {
+    let InferStage {
+        r,
+        st,
+        inf,
+        arch: a,
+        tp,
+        layers: (start, end),
+        act,
+        fp16,
+    } = *s;
     let l = &r.layout;
-    let tp = l.tensor_parallel_size;
-    let (start, end) = l.stage_layers.range(st.index, l.pipeline_parallel_size);
-    let act = activation_bytes(inf.weight_format);
-    let fp16 = inf.weight_format == WeightFormat::Fp16;
     let gpu = &r.gpu;
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
     let stored = stage_weights(r, st, storage(inf));
@@ -190,13 +192,5 @@ fn vllm(r: &Resolved, st: &Stage, inf: &Inference) -> StageOutcome {
                 format!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
             ),
         );
-    StageOutcome {
-        stage: st.index,
-        layers: st.layers(),
-        params_on_gpu: rank_params(r, st, 0).total(),
-        phases: vec![profile, serve],
-        cpu: Term::zero(),
-        nvme: Term::zero(),
-        serving: Some(serving),
-    }
+    s.outcome(vec![profile, serve], Some(serving))
 }

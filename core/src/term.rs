@@ -275,41 +275,33 @@ impl Expr {
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
     pub fn div_ceil(self, d: Expr) -> Expr {
-        if d.value == Value::Exact(1, 1) {
-            return self;
-        }
-        let q = self.over(d);
-        if matches!(q.value, Value::Exact(_, 1)) {
-            return q;
-        }
-        Expr {
-            value: q.value.ceil(),
-            node: Node::Ceil(Box::new(q)),
-        }
+        self.over(d).rounded(Value::ceil, Node::Ceil)
     }
     /// `floor(self / d)` (integer division); written like [`Expr::div_ceil`].
     pub fn div_floor(self, d: Expr) -> Expr {
-        if d.value == Value::Exact(1, 1) {
-            return self;
-        }
-        let q = self.over(d);
+        self.over(d).rounded(Value::floor, Node::Floor)
+    }
+    /// The quotient `self` rounded (nothing written when it is whole; a division by 1 is
+    /// the dividend itself).
+    fn rounded(self, round: fn(Value) -> Value, node: fn(Box<Expr>) -> Node) -> Expr {
+        let q = match self.node {
+            Node::Div(a, d) if d.value == Value::Exact(1, 1) => return *a,
+            n => Expr {
+                value: self.value,
+                node: n,
+            },
+        };
         if matches!(q.value, Value::Exact(_, 1)) {
             return q;
         }
         Expr {
-            value: q.value.floor(),
-            node: Node::Floor(Box::new(q)),
+            value: round(q.value),
+            node: node(Box::new(q)),
         }
     }
     /// `floor(self)` (a float product truncated to bytes, `as u64`).
     pub fn floor(self) -> Expr {
-        if matches!(self.value, Value::Exact(_, 1)) {
-            return self;
-        }
-        Expr {
-            value: self.value.floor(),
-            node: Node::Floor(Box::new(self)),
-        }
+        self.rounded(Value::floor, Node::Floor)
     }
     fn extreme(terms: Vec<Expr>, want: Ordering, max: bool) -> Expr {
         let mut terms = terms;

@@ -34,16 +34,7 @@ fn doc_for(path: &str, value: Value) -> Value {
         doc["training"]["lora"] = json!({});
         doc["engine"] = json!({"type": "ddp"});
     }
-    let segs: Vec<&str> = path.split('.').collect();
-    let mut cur = &mut doc;
-    for s in &segs[..segs.len() - 1] {
-        cur = cur
-            .as_object_mut()
-            .unwrap()
-            .entry(s.to_string())
-            .or_insert(json!({}));
-    }
-    cur[segs[segs.len() - 1]] = value;
+    set_at(&mut doc, path, value);
     doc
 }
 
@@ -171,4 +162,43 @@ fn fields_apply_where_the_model_uses_them() {
         "training.optimizer_impl",
         json!({"engine": {"type": "deepspeed"}})
     ));
+}
+
+#[test]
+fn every_field_is_a_key_of_the_schema_and_every_choice_parses() {
+    use calc_core::config::{Config, Engine};
+    use calc_core::engines::ENGINES;
+    for f in fields() {
+        // a document with a value at the field's path (each choice, a bound, a sample)
+        // parses: the path is a key of the schema and the choices are its values
+        let engine = f
+            .path
+            .strip_prefix("engine.")
+            .and_then(|k| {
+                ENGINES
+                    .iter()
+                    .find(|e| Engine::of_kind(e).is_some_and(|e| e.option_keys().contains(&k)))
+            })
+            .copied()
+            .unwrap_or("deepspeed");
+        let values: Vec<Value> = match f.kind {
+            Kind::Choice(c) => c.list().into_iter().map(|c| c.value).collect(),
+            Kind::Check => vec![json!(true)],
+            Kind::Targets => vec![json!("all-linear")],
+            Kind::Count | Kind::Number => {
+                vec![f.bounds.map_or(json!(1), |b| json!(b.max.min(1e9) as u64))]
+            }
+        };
+        for v in values {
+            let mut doc = json!({"model": {"preset": "gpt2"}, "engine": {"type": engine}});
+            if f.path != "engine.type" {
+                set_at(&mut doc, f.path, v.clone());
+            }
+            assert!(
+                Config::from_value(doc.clone()).is_ok(),
+                "{}: {v} does not parse: {doc}",
+                f.path
+            );
+        }
+    }
 }

@@ -36,3 +36,17 @@ pub fn errors_of(v: Value) -> Vec<FieldError> {
         Err(e) => e,
     }
 }
+
+/// Sets `value` at a dotted path of `doc`, creating objects on the way.
+pub fn set_at(doc: &mut Value, path: &str, value: Value) {
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut cur = doc;
+    for s in &segs[..segs.len() - 1] {
+        cur = cur
+            .as_object_mut()
+            .expect("an object on the path")
+            .entry(s.to_string())
+            .or_insert(Value::Object(Default::default()));
+    }
+    cur[segs[segs.len() - 1]] = value;
+}

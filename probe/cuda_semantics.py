@@ -70,6 +70,28 @@ def zero_attention_dropout(config) -> None:
                 setattr(c, key, 0.0)
 
 
+def efficient_sdpa_for_unequal_head_dims() -> None:
+    """SDPA with query/key heads wider than value heads (DeepSeek MLA: 192 vs 128): CUDA has
+    no flash kernel for it and runs the memory-efficient one
+    (`_scaled_dot_product_efficient_attention`: keeps the output and the log-sum-exp); CPU
+    has neither and runs the math path, materializing the b x h x s x s probabilities.
+    On fake tensors (whose CUDA kernels' shape functions run on any device) the unmasked,
+    dropout-free call is routed to the efficient kernel, as CUDA dispatches it."""
+    orig = F.scaled_dot_product_attention
+    if getattr(orig, "_efficient_route", False):
+        return
+
+    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        unequal = q.shape[-1] != v.shape[-1] and q.shape[1] == k.shape[1] == v.shape[1]
+        if unequal and attn_mask is None and dropout_p == 0.0:
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, k, v, None, True, 0.0, is_causal, scale=scale)[0]
+        return orig(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                    enable_gqa=enable_gqa)
+    sdpa._efficient_route = True
+    F.scaled_dot_product_attention = sdpa
+
+
 def answer_data_checks_as_real() -> None:
     """Under FakeTensorMode transformers cannot read tensor values, so it assumes packed
     sequences (`find_packed_sequence_indices`) and builds an explicit (b, 1, s, s) mask, which

@@ -95,6 +95,15 @@ class GlobalMemTracker(MemTracker):
                 self._peak_mem_snap[dev] = dict(dev_snap)
 
 
+    def _pre_fw_hook(self, module, inputs) -> None:
+        """A root module called again within a step (gradient accumulation, pipeline
+        micro-batches): upstream refuses it before changing any state; per-module stats are
+        not used here, so the call goes on untracked per module (the global counts are)."""
+        try:
+            super()._pre_fw_hook(module, inputs)
+        except NotImplementedError:
+            pass
+
     def skip_frozen(self, model) -> None:
         """MemTracker hooks every parameter's gradient and fails on frozen ones (LoRA base
         weights): mark those as hooked already, with handles that remove nothing."""
@@ -285,6 +294,7 @@ def probe(cfg: dict, device: str) -> dict:
         cuda_semantics.install()
     if device == "fake":
         cuda_semantics.answer_data_checks_as_real()
+        cuda_semantics.efficient_sdpa_for_unequal_head_dims()
     fake = FakeTensorMode() if device == "fake" else contextlib.nullcontext()
     with fake:
         torch.manual_seed(0)

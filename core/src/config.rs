@@ -1,7 +1,7 @@
 //! The config document (API boundary): schema version 1, JSON via serde.
 //!
 //! ```json
-//! {"schema_version": 1,
+//! {"schema_version": 2,
 //!  "model": {"preset": "llama-2-7b"},
 //!  "training": {"micro_batch_size": 4, "seq_len": 4096, "gradient_accumulation_steps": 4,
 //!               "precision": "amp_bf16", "optimizer": "adamw",
@@ -14,7 +14,8 @@
 //! Every section may be left out and takes the defaults documented on its type (one GPU,
 //! no model parallelism, `ddp`). Unknown keys are rejected, naming the key. Counts accept
 //! numbers or strings with decimal suffixes ("7B"); memory sizes accept "80GB"/"80GiB".
-//! Documents without `schema_version` in the seed format are migrated ([`crate::seed`]).
+//! Documents without `schema_version` in the seed format are migrated ([`crate::seed`]), and
+//! schema 1 documents ([`crate::load`]: `fsdp` meant FSDP1, now `fsdp_version: 1`).
 
 use crate::optimizer::Optimizer;
 pub use crate::optimizer::OptimizerImpl;
@@ -23,7 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -53,7 +54,7 @@ pub(crate) use choices;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Always 1 for this schema. Older documents are migrated on load.
+    /// Always 2 for this schema. Older documents (1, the seed format) are migrated on load.
     pub schema_version: u32,
     /// `training` (default; with `training.lora` it is fine-tuning) or `inference`. When left
     /// out, a document with an `inference` section and no `training` section is inference.
@@ -518,6 +519,30 @@ pub struct Parallelism {
     /// Expert-parallel size (MoE experts divided over EP ranks). Default 1.
     #[serde(deserialize_with = "units::de_count")]
     pub expert_parallel_size: u64,
+    /// HSDP: data-parallel replicas, each sharding over `data_parallel_size /
+    /// data_parallel_replicate_size` ranks (FSDP2 on a 2-D mesh: torchtitan
+    /// `data_parallel_replicate_degree`; the shard degree is `data_parallel_shard_degree`).
+    /// Default 1 (every data-parallel rank in one shard group).
+    #[serde(deserialize_with = "units::de_count")]
+    pub data_parallel_replicate_size: u64,
+    /// The logits stay sharded on the vocabulary over tensor-parallel ranks and the
+    /// cross-entropy is computed on the shards (torchtitan `loss_parallel`, Megatron's
+    /// vocab-parallel cross-entropy); `false` gathers every rank's logits whole. Default true.
+    pub loss_parallel: bool,
+    /// Expert tensor-parallel size: routed experts split over this many ranks instead of
+    /// `tensor_parallel_size` (Megatron-Core `--expert-tensor-parallel-size`, MoE parallel
+    /// folding). Default: `tensor_parallel_size`.
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expert_tensor_parallel_size: Option<u64>,
+    /// Pipeline schedule (`torch.distributed.pipelining`: `ScheduleGPipe`, `Schedule1F1B`,
+    /// `ScheduleInterleaved1F1B`; Megatron's is 1F1B, interleaved with virtual stages).
+    /// Default: `interleaved_1f1b` with virtual stages, else `1f1b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_schedule: Option<PipelineSchedule>,
     /// Virtual pipeline stages per rank (Megatron interleaved schedule). Default none.
     #[serde(
         default,
@@ -551,10 +576,70 @@ impl Default for Parallelism {
             sequence_parallel: false,
             context_parallel_size: 1,
             expert_parallel_size: 1,
+            data_parallel_replicate_size: 1,
+            loss_parallel: true,
+            expert_tensor_parallel_size: None,
+            pipeline_schedule: None,
             virtual_pipeline_parallel_size: None,
             first_pipeline_stage_layers: None,
             last_pipeline_stage_layers: None,
         }
+    }
+}
+
+/// A pipeline schedule: how many micro-batches each stage holds activations for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineSchedule {
+    /// All forwards, then all backwards: every stage holds every micro-batch
+    /// (`ScheduleGPipe`).
+    Gpipe,
+    /// One forward, one backward: stage `s` of `pp` holds `pp - s` micro-batches
+    /// (`Schedule1F1B`, Megatron without virtual stages).
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// 1F1B over virtual stages (`ScheduleInterleaved1F1B`, Megatron with
+    /// `virtual_pipeline_parallel_size`).
+    #[serde(rename = "interleaved_1f1b")]
+    Interleaved1F1B,
+}
+
+/// A tensor dtype of a mixed-precision policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Dtype {
+    Bf16,
+    Fp16,
+    Fp32,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Dtype::Bf16 | Dtype::Fp16 => 2,
+            Dtype::Fp32 => 4,
+        }
+    }
+}
+
+/// FSDP2 `reshard_after_forward`: free the unsharded parameters after forward (`true`), keep
+/// them until backward (`false`), or keep a copy sharded over a smaller group of this many
+/// ranks (an int dividing the shard group, torch `fully_shard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ReshardAfterForward {
+    Always(bool),
+    /// Ranks of the smaller group.
+    Group(u64),
+}
+
+impl Default for ReshardAfterForward {
+    fn default() -> Self {
+        ReshardAfterForward::Always(true)
     }
 }
 
@@ -610,8 +695,10 @@ pub struct ZeroOptions {
     /// Elements per gradient reduce bucket (`reduce_bucket_size`, default 5e8).
     #[serde(deserialize_with = "units::de_count")]
     pub reduce_bucket_size: u64,
-    /// Double-buffered reduce buckets (`overlap_comm`). Default false.
-    pub overlap_comm: bool,
+    /// Double-buffered reduce buckets (`overlap_comm`). Default as DeepSpeed's
+    /// (`zero/config.py overlap_comm_valid`): true at stage 3, false otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_comm: Option<bool>,
     /// Elements prefetched ahead by ZeRO-3 (`stage3_prefetch_bucket_size`, default 5e7).
     #[serde(deserialize_with = "units::de_count")]
     pub stage3_prefetch_bucket_size: u64,
@@ -623,6 +710,10 @@ pub struct ZeroOptions {
     /// (`stage3_param_persistence_threshold`, default 1e5).
     #[serde(deserialize_with = "units::de_count")]
     pub stage3_param_persistence_threshold: u64,
+    /// Gathered parameters whose next use is fewer than this many fetched elements away
+    /// stay gathered (`stage3_max_reuse_distance`, default 1e9).
+    #[serde(deserialize_with = "units::de_count")]
+    pub stage3_max_reuse_distance: u64,
     /// Elements per optimizer sub-group in ZeRO-3: the step upcasts and updates one
     /// sub-group at a time (`sub_group_size`, default 1e9).
     #[serde(deserialize_with = "units::de_count")]
@@ -636,12 +727,20 @@ impl Default for ZeroOptions {
             offload_optimizer: Offload::None,
             offload_param: Offload::None,
             reduce_bucket_size: 500_000_000,
-            overlap_comm: false,
+            overlap_comm: None,
             stage3_prefetch_bucket_size: 50_000_000,
             stage3_max_live_parameters: 1_000_000_000,
             stage3_param_persistence_threshold: 100_000,
+            stage3_max_reuse_distance: 1_000_000_000,
             sub_group_size: 1_000_000_000,
         }
+    }
+}
+
+impl ZeroOptions {
+    /// `overlap_comm` as DeepSpeed resolves it: the config's, else true at stage 3.
+    pub fn overlap_comm(&self) -> bool {
+        self.overlap_comm.unwrap_or(self.zero_stage == 3)
     }
 }
 
@@ -666,21 +765,56 @@ impl Default for DdpOptions {
     }
 }
 
-/// PyTorch FSDP options.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// PyTorch FSDP options: FSDP2 (`fully_shard`, per-parameter DTensor shards; torchtitan,
+/// accelerate `fsdp_version: 2`, torchtune) or FSDP1 (`FullyShardedDataParallel`, flat
+/// parameters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct FsdpOptions {
-    pub sharding_strategy: ShardingStrategy,
-    /// GPUs per shard group for HYBRID_SHARD. Default: `hardware.gpus_per_node`.
+    /// 2 (`fully_shard`, default) or 1 (`FullyShardedDataParallel`).
+    pub fsdp_version: u8,
+    /// FSDP1 `ShardingStrategy`. Default `FULL_SHARD`. (FSDP2: `reshard_after_forward` and
+    /// `parallelism.data_parallel_replicate_size` say the same.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharding_strategy: Option<ShardingStrategy>,
+    /// FSDP1: GPUs per shard group for HYBRID_SHARD. Default: `hardware.gpus_per_node`.
     #[serde(
         default,
         deserialize_with = "units::de_opt_count",
         skip_serializing_if = "Option::is_none"
     )]
     pub hybrid_shard_group_size: Option<u64>,
-    /// Parameters, gradients and optimizer states in CPU memory (`CPUOffload(offload_params=True)`).
+    /// FSDP2 `reshard_after_forward` (default true; false under pipeline parallelism, as
+    /// torchtitan). See [`ReshardAfterForward`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reshard_after_forward: Option<ReshardAfterForward>,
+    /// `MixedPrecisionPolicy.param_dtype` (FSDP1 `MixedPrecision.param_dtype`): the dtype
+    /// parameters are all-gathered and computed in. Default: bf16 / fp16 under AMP, the
+    /// weights' dtype otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_dtype: Option<Dtype>,
+    /// `MixedPrecisionPolicy.reduce_dtype`: the dtype gradients are reduce-scattered in.
+    /// Default: fp32 under AMP, `param_dtype` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduce_dtype: Option<Dtype>,
+    /// Parameters, gradients and optimizer states in CPU memory (FSDP2 `CPUOffloadPolicy`,
+    /// FSDP1 `CPUOffload(offload_params=True)`).
     pub cpu_offload: bool,
+}
+
+impl Default for FsdpOptions {
+    fn default() -> Self {
+        FsdpOptions {
+            fsdp_version: 2,
+            sharding_strategy: None,
+            hybrid_shard_group_size: None,
+            reshard_after_forward: None,
+            param_dtype: None,
+            reduce_dtype: None,
+            cpu_offload: false,
+        }
+    }
 }
 
 /// Megatron-LM options.
@@ -796,7 +930,7 @@ impl Default for Overheads {
 }
 
 impl Config {
-    /// The document as pretty JSON (always `schema_version: 1`).
+    /// The document as pretty JSON (always the current `schema_version`).
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
@@ -829,6 +963,16 @@ choices!(Offload {
     None => "none",
     Cpu => "CPU",
     Nvme => "NVMe",
+});
+choices!(PipelineSchedule {
+    OneFOneB => "1F1B",
+    Interleaved1F1B => "interleaved 1F1B",
+    Gpipe => "GPipe",
+});
+choices!(Dtype {
+    Bf16 => "bf16",
+    Fp16 => "fp16",
+    Fp32 => "fp32",
 });
 choices!(ShardingStrategy {
     FullShard => "FULL_SHARD",

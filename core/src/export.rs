@@ -56,7 +56,7 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
         z.offload_param,
     );
     zero.insert("reduce_bucket_size".into(), json!(z.reduce_bucket_size));
-    zero.insert("overlap_comm".into(), json!(z.overlap_comm));
+    zero.insert("overlap_comm".into(), json!(z.overlap_comm()));
     if z.zero_stage == 3 {
         zero.insert(
             "stage3_prefetch_bucket_size".into(),
@@ -69,6 +69,10 @@ pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
         zero.insert(
             "stage3_param_persistence_threshold".into(),
             json!(z.stage3_param_persistence_threshold),
+        );
+        zero.insert(
+            "stage3_max_reuse_distance".into(),
+            json!(z.stage3_max_reuse_distance),
         );
         zero.insert("sub_group_size".into(), json!(z.sub_group_size));
     }

@@ -6,8 +6,9 @@
 //! of its own; the bounds are the ones validation enforces (checked by a test).
 
 use crate::config::{
-    Attention, Config, Engine, Inference, InferenceEngine, KvCacheDtype, Lora, LossImpl, Mode,
-    Offload, Precision, Recompute, ShardingStrategy, Training, WeightFormat,
+    Attention, Config, Dtype, Engine, Inference, InferenceEngine, KvCacheDtype, Lora, LossImpl,
+    Mode, Offload, PipelineSchedule, Precision, Recompute, ShardingStrategy, Training,
+    WeightFormat,
 };
 use crate::engines::{ENGINES, Parallelism, zero::MAX_STAGE};
 use crate::limits;
@@ -118,6 +119,13 @@ pub enum Choices {
     ZeroStage,
     Offload,
     Sharding,
+    /// `engine.fsdp_version`: 2 or 1.
+    FsdpVersion,
+    /// FSDP2 `reshard_after_forward`: default, yes, no.
+    Reshard,
+    /// A mixed-precision dtype, or the default.
+    DtypeOrDefault,
+    PipelineSchedule,
     /// The frozen base of LoRA (default: bf16) and QLoRA.
     LoraBase,
     WeightFormat,
@@ -187,6 +195,46 @@ impl Choices {
                 .collect(),
             Choices::Offload => of(Offload::CHOICES),
             Choices::Sharding => of(ShardingStrategy::CHOICES),
+            Choices::FsdpVersion => vec![
+                Choice {
+                    value: json!(2),
+                    label: "FSDP2 (fully_shard)",
+                },
+                Choice {
+                    value: json!(1),
+                    label: "FSDP1 (FullyShardedDataParallel)",
+                },
+            ],
+            Choices::Reshard => vec![
+                Choice {
+                    value: Value::Null,
+                    label: "default (yes; no with pipeline parallelism)",
+                },
+                Choice {
+                    value: json!(true),
+                    label: "yes",
+                },
+                Choice {
+                    value: json!(false),
+                    label: "no",
+                },
+            ],
+            Choices::DtypeOrDefault => {
+                let mut v = vec![Choice {
+                    value: Value::Null,
+                    label: "default",
+                }];
+                v.extend(of(Dtype::CHOICES));
+                v
+            }
+            Choices::PipelineSchedule => {
+                let mut v = vec![Choice {
+                    value: Value::Null,
+                    label: "default (1F1B; interleaved with virtual stages)",
+                }];
+                v.extend(of(PipelineSchedule::CHOICES));
+                v
+            }
             Choices::LoraBase => {
                 let mut v = vec![Choice {
                     value: Value::Null,
@@ -361,11 +409,15 @@ pub const SECTIONS: &[Section] = &[
     Section { title: "Parallelism", open: true, tasks: ALL, fields: &[
         f("hardware.num_gpus", "GPUs", "", Count, true, ALL, Always, GPUS, "GPUs in the job (data x tensor x pipeline x context parallel)."),
         f("parallelism.data_parallel_size", "Data parallel", "", Count, true, TRAIN, Always, GPUS, "DP size; ZeRO and FSDP shard over it. Empty: GPUs / (TP x PP x CP)."),
+        f("parallelism.data_parallel_replicate_size", "Data-parallel replicas", "", Count, true, TRAIN, par(|p| p.replicate), GPUS, "HSDP (FSDP2 2-D mesh): replicas of the shard group; torchtitan data_parallel_replicate_degree. The shard degree is data parallel / replicas."),
         f("parallelism.tensor_parallel_size", "Tensor parallel", "", Count, true, ALL, par(|p| p.tensor), GPUS, "Megatron --tensor-model-parallel-size."),
         f("parallelism.pipeline_parallel_size", "Pipeline parallel", "", Count, true, ALL, par(|p| p.pipeline), GPUS, "Megatron --pipeline-model-parallel-size."),
-        f("parallelism.sequence_parallel", "Sequence parallel", "", Check, true, TRAIN, par(|p| p.sequence), None, "Megatron --sequence-parallel (needs TP > 1)."),
+        f("parallelism.pipeline_schedule", "Pipeline schedule", "", C(Choices::PipelineSchedule), true, TRAIN, par(|p| p.pipeline), None, "torch.distributed.pipelining ScheduleGPipe / Schedule1F1B / ScheduleInterleaved1F1B (torchtitan pipeline_parallel_schedule): micro-batches each stage holds."),
+        f("parallelism.sequence_parallel", "Sequence parallel", "", Check, true, TRAIN, par(|p| p.sequence), None, "Megatron --sequence-parallel; torchtitan enable_sequence_parallel (needs TP > 1)."),
+        f("parallelism.loss_parallel", "Loss parallel", "", Check, true, TRAIN, par(|p| p.tensor), None, "Logits stay vocabulary-parallel over TP ranks (torchtitan loss_parallel; Megatron always). Off: every rank gathers the whole vocabulary."),
         f("parallelism.context_parallel_size", "Context parallel", "", Count, true, TRAIN, par(|p| p.context), GPUS, "Megatron --context-parallel-size / DeepSpeed-Ulysses sequence parallel size: splits the sequence."),
         f("parallelism.expert_parallel_size", "Expert parallel", "", Count, true, ALL, par(|p| p.expert), GPUS, "Megatron --expert-model-parallel-size: MoE experts divided over EP ranks."),
+        f("parallelism.expert_tensor_parallel_size", "Expert tensor parallel", "", Count, true, TRAIN, par(|p| p.expert_tensor), GPUS, "Megatron-Core --expert-tensor-parallel-size (MoE parallel folding). Empty: the tensor-parallel size."),
         f("parallelism.virtual_pipeline_parallel_size", "Virtual pipeline stages", "per rank", Count, true, TRAIN, par(|p| p.virtual_pipeline), None, "Megatron interleaved 1F1B schedule (--num-virtual-stages-per-pipeline-rank)."),
         f("parallelism.first_pipeline_stage_layers", "Layers on the first stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-first-pipeline-num-layers (uneven split). Empty: even."),
         f("parallelism.last_pipeline_stage_layers", "Layers on the last stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-last-pipeline-num-layers. Empty: even."),
@@ -375,18 +427,23 @@ pub const SECTIONS: &[Section] = &[
         f("engine.zero_stage", "ZeRO stage", "", C(Choices::ZeroStage), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.stage: 1 shards optimizer states, 2 also gradients, 3 also parameters."),
         f("engine.offload_optimizer", "Offload optimizer", "", C(Choices::Offload), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.offload_optimizer.device."),
         f("engine.offload_param", "Offload parameters", "", C(Choices::Offload), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.offload_param.device (ZeRO-3)."),
-        f("engine.sharding_strategy", "Sharding strategy", "", C(Choices::Sharding), true, TRAIN, EngineOption, None, "torch.distributed.fsdp.ShardingStrategy."),
+        f("engine.fsdp_version", "FSDP version", "", C(Choices::FsdpVersion), true, TRAIN, EngineOption, None, "FSDP2: torch fully_shard (torchtitan, accelerate fsdp_version 2, torchtune); FSDP1: FullyShardedDataParallel."),
+        f("engine.sharding_strategy", "Sharding strategy", "", C(Choices::Sharding), true, TRAIN, EngineOption, None, "FSDP1 torch.distributed.fsdp.ShardingStrategy."),
+        f("engine.reshard_after_forward", "Reshard after forward", "", C(Choices::Reshard), true, TRAIN, EngineOption, None, "FSDP2 fully_shard reshard_after_forward: free the gathered parameters after forward (an int: keep them sharded over that many GPUs; edit the JSON)."),
+        f("engine.param_dtype", "Parameter dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.param_dtype: gathered parameters and compute. Default: bf16 / fp16 under AMP."),
+        f("engine.reduce_dtype", "Reduce dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.reduce_dtype: unsharded gradients and their reduce-scatter. Default: fp32 under AMP."),
         f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
     ]},
     Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[
         f("engine.reduce_bucket_size", "Reduce bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed zero_optimization.reduce_bucket_size."),
-        f("engine.overlap_comm", "Overlap communication", "", Check, true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.overlap_comm: double-buffers the reduce bucket."),
+        f("engine.overlap_comm", "Overlap communication", "", C(Choices::EngineDefaultOrBool), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.overlap_comm (default: on at ZeRO-3): ZeRO 1-2 double-buffer the reduce bucket."),
         f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_prefetch_bucket_size."),
         f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_max_live_parameters."),
+        f("engine.stage3_max_reuse_distance", "ZeRO-3 max reuse distance", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_max_reuse_distance: parameters reused sooner stay gathered (the last layers of forward into backward)."),
         f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
         f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),
         f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, None, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
-        f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP CPUOffload(offload_params=True)."),
+        f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP2 CPUOffloadPolicy / FSDP1 CPUOffload(offload_params=True)."),
         f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, TRAIN, EngineOption, Some(Bounds { min: 0.0, max: 65536.0, min_open: true, max_open: false }), "DistributedDataParallel bucket_cap_mb."),
         f("engine.gradient_as_bucket_view", "Gradients as bucket views", "", Check, true, TRAIN, EngineOption, None, "DistributedDataParallel gradient_as_bucket_view: without it the buckets are a second copy of all gradients."),
     ]},
@@ -429,9 +486,27 @@ impl Context {
                 .unwrap_or_default()
         }
         let kind: String = read(doc, "engine.type");
+        // the engine with its options where they read (an FSDP engine's option keys follow
+        // its fsdp_version), else the engine's defaults
+        let engine = doc
+            .get("engine")
+            .and_then(|e| serde_json::from_value::<Engine>(e.clone()).ok())
+            .or_else(|| {
+                let version = doc
+                    .get("engine")
+                    .and_then(|e| e.get("fsdp_version"))
+                    .cloned();
+                let mut e = serde_json::json!({ "type": kind });
+                if let Some(v) = version {
+                    e["fsdp_version"] = v;
+                }
+                serde_json::from_value(e).ok()
+            })
+            .or_else(|| Engine::of_kind(&kind))
+            .unwrap_or_default();
         Context {
             task: task_of(doc),
-            engine: Engine::of_kind(&kind).unwrap_or_default(),
+            engine,
             runtime: read(doc, "inference.engine"),
             weight_format: read(doc, "inference.weight_format"),
         }

@@ -1,9 +1,10 @@
 //! Loading a config document: JSON text or value -> [`Config`], whatever its schema version.
 //!
 //! The version dispatch lives here, above both the schema ([`crate::config`], plain data)
-//! and the seed format's migration ([`crate::seed`], a document transform): a document
-//! without `schema_version` that uses seed-only keys, or with `schema_version: 0`, is
-//! migrated and then read as schema 1, its errors renamed to the seed's key names.
+//! and the migrations (document transforms): a document without `schema_version` that uses
+//! seed-only keys, or with `schema_version: 0`, is migrated to schema 1 ([`crate::seed`],
+//! its errors renamed to the seed's key names); a schema 1 document is migrated to schema 2
+//! ([`migrate_v1`]); then it is read as schema 2.
 
 use crate::config::{Config, SCHEMA_VERSION};
 use crate::error::{FieldError, short};
@@ -11,7 +12,7 @@ use crate::seed;
 use serde_json::Value;
 
 impl Config {
-    /// Parses a config document from JSON text (schema 1, or the seed format, which is
+    /// Parses a config document from JSON text (schema 2; schema 1 and the seed format are
     /// migrated). Errors: invalid JSON (field `""`), type errors and unknown keys, each
     /// naming the field path and the value.
     pub fn from_json_str(text: &str) -> Result<Config, Vec<FieldError>> {
@@ -29,22 +30,28 @@ impl Config {
                 "a config must be a JSON object",
             )]);
         };
-        let seed_format = match map.get("schema_version") {
-            None => seed::looks_like_seed(map),
-            Some(Value::Number(n)) if n.as_u64() == Some(SCHEMA_VERSION as u64) => false,
-            Some(Value::Number(n)) if n.as_u64() == Some(0) => true,
+        let version = match map.get("schema_version") {
+            None if seed::looks_like_seed(map) => 0,
+            None => SCHEMA_VERSION as u64,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n <= SCHEMA_VERSION as u64) => {
+                n.as_u64().unwrap_or(0)
+            }
             Some(x) => {
                 return Err(vec![FieldError::new(
                     "schema_version",
                     short(x),
-                    format!("this build reads schema_version 0 (seed format) or {SCHEMA_VERSION}"),
+                    format!(
+                        "this build reads schema_version 0 (seed format), 1 or {SCHEMA_VERSION}"
+                    ),
                 )]);
             }
         };
-        if !seed_format {
-            return typed(&v);
+        match version {
+            0 => {}
+            1 => return typed(&migrate_v1(v)),
+            _ => return typed(&v),
         }
-        typed(&seed::migrate(map)?).map_err(|errs| {
+        typed(&migrate_v1(seed::migrate(map)?)).map_err(|errs| {
             errs.into_iter()
                 .map(|mut e| {
                     if let Some(old) = seed::seed_path(&e.field) {
@@ -57,7 +64,25 @@ impl Config {
     }
 }
 
-/// Deserializes a schema-1 document, turning the first serde error into a [`FieldError`]
+/// Migrates a schema 1 document to schema 2 (a pure transform). Schema 1's `fsdp` engine
+/// was FSDP1 (`FullyShardedDataParallel` with a `sharding_strategy`): it becomes
+/// `fsdp_version: 1`, so that the document means what it meant. Everything else schema 2
+/// added has a default that keeps schema 1's meaning. A value that is not an object is
+/// returned as it is (the typed read reports it).
+pub fn migrate_v1(mut v: Value) -> Value {
+    if let Some(map) = v.as_object_mut() {
+        map.insert("schema_version".into(), Value::from(SCHEMA_VERSION));
+        if let Some(engine) = map.get_mut("engine").and_then(Value::as_object_mut)
+            && engine.get("type").and_then(Value::as_str) == Some("fsdp")
+            && !engine.contains_key("fsdp_version")
+        {
+            engine.insert("fsdp_version".into(), Value::from(1));
+        }
+    }
+    v
+}
+
+/// Deserializes a schema-2 document, turning the first serde error into a [`FieldError`]
 /// with the field path and the offending value.
 fn typed(v: &Value) -> Result<Config, Vec<FieldError>> {
     serde_path_to_error::deserialize::<_, Config>(v).map_err(|e| {
@@ -101,5 +126,50 @@ fn tidy(msg: &str) -> String {
     match m.split_once(" at line ") {
         Some((a, _)) => a.to_string(),
         None => m,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Engine, ShardingStrategy};
+    use serde_json::json;
+
+    #[test]
+    fn schema_1_fsdp_becomes_fsdp1() {
+        // schema 1's fsdp engine was FSDP1: the migration says so
+        let v1 = json!({"schema_version": 1, "model": {"preset": "gpt2"},
+            "engine": {"type": "fsdp", "sharding_strategy": "SHARD_GRAD_OP"}});
+        let c = Config::from_value(v1).unwrap();
+        assert_eq!(c.schema_version, 2);
+        match c.engine {
+            Engine::Fsdp(o) => {
+                assert_eq!(o.fsdp_version, 1);
+                assert_eq!(o.sharding_strategy, Some(ShardingStrategy::ShardGradOp));
+            }
+            e => panic!("{e:?}"),
+        }
+        // a schema 2 document's fsdp is FSDP2 unless it says otherwise
+        let v2 =
+            json!({"schema_version": 2, "model": {"preset": "gpt2"}, "engine": {"type": "fsdp"}});
+        match Config::from_value(v2).unwrap().engine {
+            Engine::Fsdp(o) => assert_eq!(o.fsdp_version, 2),
+            e => panic!("{e:?}"),
+        }
+        // other engines pass through unchanged
+        let ds = json!({"schema_version": 1, "engine": {"type": "deepspeed", "zero_stage": 2}});
+        assert_eq!(migrate_v1(ds.clone())["engine"], ds["engine"]);
+        assert_eq!(migrate_v1(ds)["schema_version"], 2);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_by_name() {
+        let e = Config::from_value(json!({"schema_version": 3})).unwrap_err();
+        assert_eq!(e[0].field, "schema_version");
+        assert!(
+            e[0].message.contains("0 (seed format), 1 or 2"),
+            "{}",
+            e[0].message
+        );
     }
 }

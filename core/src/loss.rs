@@ -32,7 +32,13 @@ impl LossMemory {
 pub(crate) fn loss_memory(r: &Resolved, c: &ActCtx) -> LossMemory {
     let t = &r.config.training;
     let tokens = c.b * c.s;
-    let v = r.arch.vocab_size.div_ceil(c.tp);
+    // vocabulary-parallel logits (Megatron; torchtitan loss_parallel), else every rank holds
+    // the whole vocabulary (the LM head's output gathered: `Replicate()`)
+    let v = if r.layout.loss_parallel || c.code == ModelCode::Megatron {
+        r.arch.vocab_size.div_ceil(c.tp)
+    } else {
+        r.arch.vocab_size
+    };
     let h = r.arch.hidden_size;
     let fp32 = r.bytes.activation == 4;
     // tokens x vocabulary (per TP rank) elements
@@ -70,7 +76,15 @@ pub(crate) fn loss_memory(r: &Resolved, c: &ActCtx) -> LossMemory {
             // The logits stay alive (held by the returned output) for all of backward.
             // Gemma-2's final softcapping keeps tanh(logits / cap) beside the logits.
             let held = if fp32 { 4 } else { c.act };
-            let upcast = if fp32 { 0 } else { 4 };
+            // torch loss_parallel (DTensor `_log_softmax_handler`) keeps an fp32 copy of the
+            // shifted logits beside its output (measured: one more 4 B per element of the
+            // vocabulary shard through the loss, forward and backward)
+            let lp_copy = if c.tp > 1 && r.layout.loss_parallel {
+                4
+            } else {
+                0
+            };
+            let upcast = if fp32 { 0 } else { 4 } + lp_copy;
             let softcap = if r.arch.logit_softcapping() { held } else { 0 };
             let source = "transformers loss_utils.py ForCausalLMLoss: logits, their fp32 upcast and log_softmax; backward adds the nll and log_softmax gradients (Gemma-2: tanh softcapping kept)";
             let held_bytes = || bytes(held) + n(softcap, "B softcapped");
@@ -85,6 +99,7 @@ pub(crate) fn loss_memory(r: &Resolved, c: &ActCtx) -> LossMemory {
                     logits()
                         * (held_bytes()
                             + n(4, "B log-softmax")
+                            + n(lp_copy, "B loss-parallel copy")
                             + n(4, "B nll gradient")
                             + n(4, "B log-softmax gradient"))
                         .label(""),

@@ -2,6 +2,7 @@
 //! parameter tensors one GPU of a stage holds after tensor, pipeline and expert parallelism,
 //! and the counts the engines shard ([`RankParams`]).
 
+use crate::config::PipelineSchedule;
 use crate::model::{FfnKind, ParamGroup, Part, Shape};
 use crate::optimizer::StateCount;
 use crate::problem::Resolved;
@@ -41,17 +42,7 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
             let moe_layers = (start..end)
                 .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
                 .count() as u64;
-            // 1F1B: stage s holds min(pp - s, micro-batches) micro-batches; the interleaved
-            // schedule multiplies stage 0's by 1 + (pp - 1) / (pp * vpp)
-            // (Narayanan et al. 2021, Sec. 2.2; Megatron theoretical_memory_usage.py).
-            let vpp = l.virtual_pipeline_parallel_size;
-            let inflight = if pp == 1 {
-                (1, 1)
-            } else if vpp > 1 && s == 0 {
-                (pp * vpp + pp - 1, vpp)
-            } else {
-                ((pp - s).min(ga), 1)
-            };
+            let inflight = inflight(l.pipeline_schedule, pp, vpp_of(l), s, ga);
             Stage {
                 index: s,
                 dense_layers: end - start - moe_layers,
@@ -62,6 +53,40 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
             }
         })
         .collect()
+}
+
+fn vpp_of(l: &crate::problem::Layout) -> u64 {
+    l.virtual_pipeline_parallel_size.max(1)
+}
+
+/// Micro-batches whose activations stage `s` of `pp` holds at once under `schedule`, as a
+/// rational (model chunks in flight, chunks per micro-batch):
+/// * GPipe (`ScheduleGPipe`): every forward before any backward, all `ga` micro-batches;
+/// * 1F1B (`Schedule1F1B` `warmup_chunks = min(n_microbatches, num_stages - stage_index)`;
+///   Megatron `get_forward_backward_func` without virtual stages): `min(pp - s, ga)`;
+/// * interleaved 1F1B (`ScheduleInterleaved1F1B`; Megatron
+///   `forward_backward_pipelining_with_interleaving`): `(pp - s - 1) x 2 + (vpp - 1) x pp`
+///   warm-up forwards of model chunks plus the one in steady state, each chunk a `1 / vpp`
+///   of the stage's layers, at most every chunk of every micro-batch (Narayanan et al.
+///   2021, Sec. 2.2: stage 0 holds `(pp x vpp + pp - 1) / vpp` micro-batches).
+pub(crate) fn inflight(
+    schedule: PipelineSchedule,
+    pp: u64,
+    vpp: u64,
+    s: u64,
+    ga: u64,
+) -> (u64, u64) {
+    if pp == 1 {
+        return (1, 1);
+    }
+    match schedule {
+        PipelineSchedule::Gpipe => (ga, 1),
+        PipelineSchedule::OneFOneB => ((pp - s).min(ga), 1),
+        PipelineSchedule::Interleaved1F1B => {
+            let chunks = ((pp - s - 1) * 2 + (vpp - 1) * pp + 1).min(ga * vpp);
+            (chunks, vpp)
+        }
+    }
 }
 
 /// A parameter group held by the GPUs of a pipeline stage, with how many times the stage
@@ -127,6 +152,27 @@ pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
     out
 }
 
+/// Parameter tensors of one kind held by one GPU of a stage, by their first dimension (FSDP2
+/// shards every parameter on dim 0: `torch.chunk` rows, `_fsdp_param.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dim0 {
+    /// Rows on dim 0 (after tensor and expert parallelism): output features of a linear
+    /// weight or bias, vocabulary rows of an embedding, the size of a norm, the local
+    /// experts of a fused expert tensor (transformers 5 stores a MoE block's experts as
+    /// `[experts, ...]` tensors).
+    pub rows: u64,
+    /// Elements per row.
+    pub row_elems: u64,
+    /// How many such tensors one unit holds (one decoder layer; the root).
+    pub count: u64,
+    /// Units holding them on the GPU (decoder layers of the kind; 1 for the root).
+    pub times: u64,
+    /// Routed-expert tensor.
+    pub expert: bool,
+    /// The decoder-layer kind it belongs to (`None`: embeddings, final norm, LM head).
+    pub layer: Option<FfnKind>,
+}
+
 /// Parameter counts of one GPU of a stage (elements), as the engines shard them.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct RankParams {
@@ -153,6 +199,8 @@ pub(crate) struct RankParams {
     /// Optimizer-state elements of dense and expert tensors, unsharded.
     pub opt_dense: StateCount,
     pub opt_expert: StateCount,
+    /// Every parameter tensor by its first dimension (FSDP2's per-parameter shards).
+    pub tensors: Vec<Dim0>,
 }
 
 impl RankParams {
@@ -166,6 +214,7 @@ impl RankParams {
 /// `small` (ZeRO-3 keeps them whole).
 pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> RankParams {
     let tp = r.layout.tensor_parallel_size;
+    let etp = r.layout.expert_tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let layout = r.config.training.optimizer.info().layout;
     let mut p = RankParams::default();
@@ -174,10 +223,12 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
     for sg in stage_groups(r, stage) {
         let (g, times) = (&sg.group, sg.times);
         let copies = sg.copies(ep);
-        let shapes = g.rank_shapes(tp);
+        let is_expert = g.part == Part::Experts;
+        // routed experts split over the expert tensor-parallel ranks (Megatron-Core MoE
+        // parallel folding), everything else over the tensor-parallel ranks
+        let shapes = g.rank_shapes(if is_expert { etp } else { tp });
         let one: u64 = shapes.iter().map(|(r, c)| r * c).sum();
         let n = one * copies;
-        let is_expert = g.part == Part::Experts;
         if is_expert {
             p.expert += n * times;
         } else {
@@ -209,6 +260,28 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         for (rows, cols) in &shapes {
             count.add(layout, *rows, *cols, copies * times);
         }
+        p.tensors.extend(shapes.iter().map(|&(rows, cols)| {
+            if is_expert {
+                // one fused [local experts, rows, cols] tensor per layer
+                Dim0 {
+                    rows: copies,
+                    row_elems: rows * cols,
+                    count: 1,
+                    times,
+                    expert: true,
+                    layer: sg.layer,
+                }
+            } else {
+                Dim0 {
+                    rows,
+                    row_elems: cols,
+                    count: copies,
+                    times,
+                    expert: false,
+                    layer: sg.layer,
+                }
+            }
+        }));
         match sg.layer {
             Some(FfnKind::Dense) => layer_totals[0] += n,
             Some(FfnKind::Moe) => layer_totals[1] += n,

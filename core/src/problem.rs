@@ -2,7 +2,7 @@
 //! architecture parsed, the parallel layout and the GPU known. Plain data, produced by
 //! [`crate::resolve::resolve`] and read by every estimator.
 
-use crate::config::Config;
+use crate::config::{Config, PipelineSchedule};
 use crate::model::{ModelArch, ParamCounts};
 use crate::precision::{Framework, ModelCode, StateBytes};
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,15 @@ pub struct Layout {
     pub expert_parallel_size: u64,
     /// Virtual stages per pipeline rank (1 = not interleaved).
     pub virtual_pipeline_parallel_size: u64,
+    /// The pipeline schedule (meaningful with `pipeline_parallel_size` > 1).
+    pub pipeline_schedule: PipelineSchedule,
     pub sequence_parallel: bool,
+    /// HSDP replicas (1: one shard group).
+    pub data_parallel_replicate_size: u64,
+    /// Ranks a routed expert is split over (Megatron `--expert-tensor-parallel-size`).
+    pub expert_tensor_parallel_size: u64,
+    /// Logits stay vocabulary-parallel over the tensor-parallel ranks.
+    pub loss_parallel: bool,
     pub gpus_per_node: u64,
     /// Decoder layers on each pipeline stage, first to last.
     pub stage_layers: StageLayers,
@@ -48,9 +56,14 @@ impl Layout {
     pub fn shard_group(&self) -> u64 {
         self.data_parallel_size * self.context_parallel_size
     }
-    /// The shard group of routed experts: the shard group divided over expert parallelism.
+    /// The shard group of routed experts: the ranks that hold the same experts
+    /// (Megatron-Core's expert-data-parallel group: with MoE parallel folding the
+    /// tensor x context x data parallel ranks are refolded as expert-tensor x expert x
+    /// expert-data parallel, `parallel_state.py`), `dp x cp x tp / (etp x ep)`.
     pub fn expert_shard_group(&self) -> u64 {
-        (self.shard_group() / self.expert_parallel_size).max(1)
+        (self.shard_group() * self.tensor_parallel_size
+            / (self.expert_tensor_parallel_size * self.expert_parallel_size))
+            .max(1)
     }
     /// Nodes in the job.
     pub fn nodes(&self) -> u64 {

@@ -2,7 +2,7 @@
 //! the model architecture parsed and the parallel layout checked. Every rejection is a
 //! [`FieldError`] naming the field, the value and what is allowed.
 
-use crate::config::{Config, Mode};
+use crate::config::{Config, Mode, PipelineSchedule};
 use crate::engines::Sizes;
 use crate::error::{Errors, FieldError, short};
 use crate::hf;
@@ -337,7 +337,33 @@ fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes:
         e.add(
             "parallelism.sequence_parallel",
             "true",
-            format!("engine {kind} does not model Megatron sequence parallelism; use megatron or megatron_deepspeed"),
+            format!("engine {kind} does not model sequence parallelism; use megatron, megatron_deepspeed or fsdp (fsdp_version 2)"),
+        );
+    }
+    if p.data_parallel_replicate_size > 1 && !par.replicate {
+        e.add(
+            "parallelism.data_parallel_replicate_size",
+            p.data_parallel_replicate_size,
+            format!("engine {kind} has no replicated shard groups; HSDP is FSDP2's (fsdp, fsdp_version 2; FSDP1: sharding_strategy HYBRID_SHARD)"),
+        );
+    }
+    if let Some(etp) = p
+        .expert_tensor_parallel_size
+        .filter(|etp| *etp != sizes.tp && !par.expert_tensor)
+    {
+        e.add(
+            "parallelism.expert_tensor_parallel_size",
+            etp,
+            format!("engine {kind} splits experts like the other layers (tensor_parallel_size); an expert tensor-parallel size of its own is Megatron-Core's"),
+        );
+    }
+    if p.pipeline_schedule == Some(crate::config::PipelineSchedule::Gpipe)
+        && kind.starts_with("megatron")
+    {
+        e.add(
+            "parallelism.pipeline_schedule",
+            "gpipe",
+            format!("engine {kind} runs 1F1B (interleaved with virtual stages)"),
         );
     }
     if let Some(v) = p
@@ -511,7 +537,11 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
     let mut warnings = Vec::new();
     let mut e = Errors::default();
     if config.schema_version != crate::config::SCHEMA_VERSION {
-        e.add("schema_version", config.schema_version, "must be 1");
+        e.add(
+            "schema_version",
+            config.schema_version,
+            format!("must be {}", crate::config::SCHEMA_VERSION),
+        );
     }
     let arch = match resolve_model(&config.model.0, &mut warnings) {
         Ok(a) => Some(a),
@@ -552,12 +582,23 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         return Err(vec![FieldError::new("", "", "invalid config")]);
     };
     let t = &config.training;
-    let bytes = precision::state_bytes(
+    let mut bytes = precision::state_bytes(
         t.precision,
         framework,
         t.accumulate_grads_in_fp32,
         zero_stage,
     );
+    if !inference
+        && let Some(compute) = config
+            .engine
+            .model()
+            .compute_bytes(t.precision, bytes.weight)
+    {
+        // the engine casts parameters to another dtype for compute (FSDP param_dtype):
+        // activations and matmul inputs follow it
+        bytes.activation = compute;
+        bytes.linear_input = compute;
+    }
     let params = arch.param_counts();
     Ok(Resolved {
         config: config.clone(),
@@ -669,6 +710,50 @@ fn resolve_layout(
     if p.sequence_parallel && s.tp == 1 {
         warnings.push("sequence_parallel has no effect with tensor_parallel_size 1".into());
     }
+    let replicate = p.data_parallel_replicate_size;
+    if e.range(
+        "parallelism.data_parallel_replicate_size",
+        replicate,
+        1,
+        limits::MAX_GPUS,
+    ) && !dp.is_multiple_of(replicate)
+    {
+        e.add(
+            "parallelism.data_parallel_replicate_size",
+            replicate,
+            format!("must divide data_parallel_size ({dp})"),
+        );
+    }
+    let etp = p.expert_tensor_parallel_size.unwrap_or(s.tp);
+    e.range(
+        "parallelism.expert_tensor_parallel_size",
+        etp,
+        1,
+        limits::MAX_GPUS,
+    );
+    let vpp = p.virtual_pipeline_parallel_size.unwrap_or(1);
+    let schedule = p.pipeline_schedule.unwrap_or(if vpp > 1 {
+        PipelineSchedule::Interleaved1F1B
+    } else {
+        PipelineSchedule::OneFOneB
+    });
+    match (schedule, vpp > 1) {
+        (PipelineSchedule::Interleaved1F1B, false) if s.pp > 1 => e.add(
+            "parallelism.pipeline_schedule",
+            "interleaved_1f1b",
+            "needs virtual_pipeline_parallel_size > 1 (model chunks per pipeline rank)",
+        ),
+        (PipelineSchedule::Gpipe | PipelineSchedule::OneFOneB, true) => e.add(
+            "parallelism.pipeline_schedule",
+            if schedule == PipelineSchedule::Gpipe {
+                "gpipe"
+            } else {
+                "1f1b"
+            },
+            "virtual pipeline stages need the interleaved_1f1b schedule",
+        ),
+        _ => {}
+    }
     Some(Layout {
         num_gpus,
         data_parallel_size: dp,
@@ -676,8 +761,12 @@ fn resolve_layout(
         pipeline_parallel_size: s.pp,
         context_parallel_size: s.cp,
         expert_parallel_size: s.ep,
-        virtual_pipeline_parallel_size: p.virtual_pipeline_parallel_size.unwrap_or(1),
+        virtual_pipeline_parallel_size: vpp,
+        pipeline_schedule: schedule,
         sequence_parallel: p.sequence_parallel && s.tp > 1,
+        data_parallel_replicate_size: replicate.max(1),
+        expert_tensor_parallel_size: etp.max(1),
+        loss_parallel: p.loss_parallel,
         gpus_per_node: hw.gpus_per_node,
         stage_layers: StageLayers {
             first: 0,
@@ -774,15 +863,44 @@ fn check_layout_for_model(
         ),
         _ => {}
     }
-    if ep > 1 && !l.shard_group().is_multiple_of(ep) {
-        e.add(
-            "parallelism.expert_parallel_size",
-            ep,
-            format!(
-                "must divide data x context parallel size ({})",
-                l.shard_group()
-            ),
-        );
+    // Megatron-Core MoE parallel folding (parallel_state.py initialize_model_parallel):
+    // expert-tensor x expert x expert-data parallel = tensor x context x data parallel
+    let etp = l.expert_tensor_parallel_size;
+    let folded = l.shard_group() * tp;
+    if ep > 1 || etp != tp {
+        if !folded.is_multiple_of(etp * ep) {
+            e.add(
+                "parallelism.expert_parallel_size",
+                ep,
+                format!(
+                    "expert x expert-tensor parallel sizes ({ep} x {etp}) must divide tensor x context x data parallel size ({folded})"
+                ),
+            );
+        } else if ep > 1
+            && !config.engine.parallelism().expert_tensor
+            && !l.shard_group().is_multiple_of(ep)
+        {
+            e.add(
+                "parallelism.expert_parallel_size",
+                ep,
+                format!(
+                    "must divide data x context parallel size ({}): expert parallelism borrows data-parallel ranks (torchtitan, transformers, DeepSpeed-MoE)",
+                    l.shard_group()
+                ),
+            );
+        }
+        if let Some(m) = &a.moe
+            && !(m.moe_intermediate_size.is_multiple_of(etp))
+        {
+            e.add(
+                "parallelism.expert_tensor_parallel_size",
+                etp,
+                format!(
+                    "must divide the experts' moe_intermediate_size ({})",
+                    m.moe_intermediate_size
+                ),
+            );
+        }
     }
     if !t.seq_len.is_multiple_of(cp) {
         e.add(

@@ -227,7 +227,7 @@ mod tests {
             .unwrap()
             .1;
         let c = Config::from_json_str(text).unwrap();
-        assert_eq!(c.schema_version, 1);
+        assert_eq!(c.schema_version, crate::config::SCHEMA_VERSION);
         assert_eq!(c.model.0["preset"], "llama-2-7b");
         assert_eq!(c.model.0["num_hidden_layers"], 32);
         assert_eq!(c.training.micro_batch_size, 4);

@@ -295,6 +295,18 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             saved.push(n(one, "B saved by one layer"));
         }
     }
+    let mask = activations::sliding_mask_bytes(c);
+    if mask > 0 {
+        let (start, end) = r
+            .layout
+            .stage_layers
+            .range(st.index, r.layout.pipeline_parallel_size);
+        let sliding = (start..end).filter(|&i| r.arch.is_sliding(i)).count() as u64;
+        parts.push(
+            n(sliding, "sliding-window layers")
+                * n(mask, "B of SDPA mask and repeated K V per layer"),
+        );
+    }
     let tokens = || n(c.b * c.s, "tokens");
     let h = r.arch.hidden_size;
     if r.model_code == ModelCode::Transformers && r.arch.learned_position_embeddings == 0 {
@@ -377,6 +389,12 @@ enum Moment {
     /// embedding's own gradient arrives and is added to it in place
     /// (torch/csrc/autograd/input_buffer.cpp), so one extra vocab x hidden gradient is alive.
     End,
+    /// Backward starts by all-gathering a resharded root unit again (FSDP2), before the
+    /// loss is differentiated.
+    Regather,
+    /// After autograd, the engine's epilogue: every gradient, the logits still held, and
+    /// the buffers the engine builds then (DeepSpeed ZeRO-1's gradient partition).
+    Epilogue,
 }
 
 fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
@@ -431,7 +449,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     } else {
         LossMemory::none()
     };
-    let keep_grads = r.config.training.gradient_accumulation_steps > 1 || s.grads_persistent;
+    let keep_grads = (r.config.training.gradient_accumulation_steps > 1
+        && !s.unsharded_accumulation)
+        || s.grads_persistent;
     let grads_fwd = if keep_grads {
         s.gradients.clone()
     } else {
@@ -461,9 +481,26 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     }
     fwd.set(Component::Gradients, grads_fwd.clone())
         .set(Component::Activations, act.total.clone())
-        .set(Component::GatheredParameters, s.gathered.clone())
+        .set(
+            Component::GatheredParameters,
+            match &s.gather_moments {
+                Some(g) => g.forward_end.clone(),
+                None => s.gathered.clone(),
+            },
+        )
         .set(Component::AutocastWeightCopies, autocast)
         .set(Component::DequantizationBuffers, dequant.clone());
+    if let Some(g) = &s.gather_moments {
+        // the first layer's all-gather, before any activation is kept
+        let mut start = Phase::new(PhaseName::Forward);
+        common(&mut start);
+        start
+            .set(Component::Gradients, grads_fwd.clone())
+            .set(Component::GatheredParameters, g.forward_start.clone());
+        if start.allocated() > fwd.allocated() {
+            fwd = start;
+        }
+    }
 
     // backward: the largest of three moments
     let head_grad = if st.has_head && lora.is_none() && r.model_code != ModelCode::Megatron {
@@ -487,9 +524,12 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         Term::zero()
     };
     // the gradients alive at the last layer's backward: those kept across micro-batches,
-    // else the output layer's (never more than all of them)
+    // else the output layer's (never more than all of them); an engine with per-moment
+    // gathered memory counts the output layer's unsharded gradient there
     let grads_last_layer = if keep_grads {
         s.gradients.clone()
+    } else if s.gather_moments.is_some() {
+        Term::zero()
     } else {
         Term::new(
             Expr::min(vec![head_grad.expr.clone(), s.gradients.expr.clone()]),
@@ -497,13 +537,43 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         )
     };
     let transient_source = "core/src/activations.rs backward_transient: one layer's gradient intermediates (and under full recomputation its recomputed activations)";
+    // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
+    let gathered_at = |m: Moment| -> Term {
+        match (&s.gather_moments, m) {
+            (Some(g), Moment::Loss) => g.backward_start.clone(),
+            (Some(g), Moment::Regather) => g.regather.clone().unwrap_or_else(Term::zero),
+            (None, Moment::Regather) => Term::zero(),
+            (Some(g), Moment::LastLayer) => g.layer_backward.clone(),
+            (Some(g), Moment::End | Moment::Epilogue) => g.backward_end.clone(),
+            (None, _) => s.gathered.clone() + s.gathered_grads.clone(),
+        }
+    };
+    let tied_extra = if s.gather_moments.is_some() {
+        Term::zero()
+    } else {
+        tied_extra
+    };
     let moments = [
+        (
+            Moment::Regather,
+            match s.gather_moments.as_ref().and_then(|g| g.regather.as_ref()) {
+                Some(t) => {
+                    act.total.bytes()
+                        + autocast_backward.bytes()
+                        + grads_fwd.bytes()
+                        + loss.kept.bytes()
+                        + t.bytes()
+                }
+                None => 0,
+            },
+        ),
         (
             Moment::Loss,
             act.total.bytes()
                 + autocast_backward.bytes()
                 + grads_fwd.bytes()
-                + loss.backward.bytes(),
+                + loss.backward.bytes()
+                + gathered_at(Moment::Loss).bytes(),
         ),
         (
             Moment::LastLayer,
@@ -511,7 +581,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                 + autocast_backward.bytes()
                 + grads_last_layer.bytes()
                 + loss.kept.bytes()
-                + act.transient.bytes(),
+                + act.transient.bytes()
+                + s.backward_buffers.bytes()
+                + gathered_at(Moment::LastLayer).bytes(),
         ),
         (
             Moment::End,
@@ -519,7 +591,21 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                 + tied_extra.bytes()
                 + loss.kept.bytes()
                 + act.transient.bytes()
-                + act.layer_saved.bytes(),
+                + act.layer_saved.bytes()
+                + s.backward_buffers.bytes()
+                + gathered_at(Moment::End).bytes(),
+        ),
+        (
+            Moment::Epilogue,
+            if s.end_of_backward.is_zero() {
+                0
+            } else {
+                s.gradients.bytes()
+                    + loss.kept.bytes()
+                    + s.backward_buffers.bytes()
+                    + s.end_of_backward.bytes()
+                    + gathered_at(Moment::Epilogue).bytes()
+            },
         ),
     ];
     // the last of the largest (as `Iterator::max_by_key`)
@@ -530,6 +616,12 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     let mut bwd = Phase::new(PhaseName::Backward);
     common(&mut bwd);
     match moment {
+        Moment::Regather => {
+            bwd.set(Component::Gradients, grads_fwd)
+                .set(Component::Logits, loss.kept)
+                .set(Component::Activations, act.total.clone())
+                .set(Component::AutocastWeightCopies, autocast_backward);
+        }
         Moment::Loss => {
             bwd.set(Component::Gradients, grads_fwd)
                 .set(Component::Logits, loss.backward)
@@ -560,17 +652,34 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     ),
                 );
         }
+        Moment::Epilogue => {
+            bwd.set(Component::Gradients, s.gradients.clone())
+                .set(Component::Logits, loss.kept);
+        }
     }
-    bwd.set(
-        Component::GatheredParameters,
-        s.gathered.clone() + s.gathered_grads.clone(),
-    )
-    .set(Component::DequantizationBuffers, dequant);
+    bwd.set(Component::GatheredParameters, gathered_at(moment))
+        .set(
+            Component::CommunicationBuffers,
+            match moment {
+                // the buckets are allocated by the first gradient's hook
+                Moment::Loss | Moment::Regather => s.comm.clone(),
+                Moment::LastLayer | Moment::End => s.comm.clone() + s.backward_buffers.clone(),
+                Moment::Epilogue => {
+                    s.comm.clone() + s.backward_buffers.clone() + s.end_of_backward.clone()
+                }
+            },
+        )
+        .set(Component::DequantizationBuffers, dequant);
 
     let mut step = Phase::new(PhaseName::OptimizerStep);
     common(&mut step);
-    step.set(Component::Gradients, s.gradients.clone())
-        .set(Component::OptimizerTemporaries, s.step_temporaries.clone());
+    step.set(
+        Component::Gradients,
+        s.step_gradients
+            .clone()
+            .unwrap_or_else(|| s.gradients.clone()),
+    )
+    .set(Component::OptimizerTemporaries, s.step_temporaries.clone());
 
     StageOutcome {
         stage: st.index,

@@ -212,8 +212,8 @@ fn every_preset_and_engine_is_consistent() {
         json!({"type": "deepspeed", "zero_stage": 1}),
         json!({"type": "deepspeed", "zero_stage": 2}),
         json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "cpu"}),
-        json!({"type": "fsdp", "sharding_strategy": "FULL_SHARD"}),
-        json!({"type": "fsdp", "sharding_strategy": "HYBRID_SHARD"}),
+        json!({"type": "fsdp", "fsdp_version": 1, "sharding_strategy": "FULL_SHARD"}),
+        json!({"type": "fsdp", "fsdp_version": 1, "sharding_strategy": "HYBRID_SHARD"}),
         json!({"type": "megatron", "distributed_optimizer": true}),
         json!({"type": "megatron_deepspeed", "zero_stage": 1}),
     ];

@@ -108,9 +108,27 @@ fn fields_apply_where_the_model_uses_them() {
         "engine.zero_stage",
         json!({"engine": {"type": "fsdp"}})
     ));
-    assert!(applies(
+    // FSDP's options follow its version: FSDP2 by default
+    assert!(!applies(
         "engine.sharding_strategy",
         json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(applies(
+        "engine.reshard_after_forward",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(applies(
+        "engine.sharding_strategy",
+        json!({"engine": {"type": "fsdp", "fsdp_version": 1}})
+    ));
+    assert!(!applies(
+        "engine.reshard_after_forward",
+        json!({"engine": {"type": "fsdp", "fsdp_version": 1}})
+    ));
+    // an engine section that does not read still gives its version's options
+    assert!(applies(
+        "engine.sharding_strategy",
+        json!({"engine": {"type": "fsdp", "fsdp_version": 1, "bogus": 1}})
     ));
     // parallel dimensions follow what the engine models, in training
     assert!(!applies(
@@ -121,8 +139,28 @@ fn fields_apply_where_the_model_uses_them() {
         "parallelism.sequence_parallel",
         json!({"engine": {"type": "megatron"}})
     ));
+    assert!(applies(
+        "parallelism.sequence_parallel",
+        json!({"engine": {"type": "fsdp"}})
+    ));
     assert!(!applies(
         "parallelism.sequence_parallel",
+        json!({"engine": {"type": "fsdp", "fsdp_version": 1}})
+    ));
+    assert!(applies(
+        "parallelism.data_parallel_replicate_size",
+        json!({"engine": {"type": "fsdp"}})
+    ));
+    assert!(!applies(
+        "parallelism.data_parallel_replicate_size",
+        json!({"engine": {"type": "deepspeed"}})
+    ));
+    assert!(applies(
+        "parallelism.expert_tensor_parallel_size",
+        json!({"engine": {"type": "megatron"}})
+    ));
+    assert!(!applies(
+        "parallelism.expert_tensor_parallel_size",
         json!({"engine": {"type": "fsdp"}})
     ));
     assert!(applies(

@@ -62,15 +62,30 @@ impl EngineModel for DdpOptions {
             ..States::default()
         };
         // DDP's Reducer allocates flat bucket tensors covering every gradient at
-        // construction (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets); with
-        // gradient_as_bucket_view=False they are a second copy of the gradients:
-        // pytorch/pytorch#41954 measured ~1 GB less peak on a ~1 GB-parameter model with
-        // bucket views. bucket_cap_mb (25) only sets how the copy is split.
-        if r.layout.shard_group() > 1 && !self.gradient_as_bucket_view {
-            s.comm = Term::new(
-                bytes(b.grad) * params(),
-                "PyTorch DDP Reducer::initialize_buckets: gradient buckets (gradient_as_bucket_view=false) are a second copy of the gradients; pytorch/pytorch#41954",
-            );
+        // construction (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets), alive
+        // from then on; bucket_cap_mb (25) only sets how they are split. With
+        // gradient_as_bucket_view the gradients are views into them (one copy, there from
+        // the first forward); without, the buckets are a second copy of the gradients
+        // (pytorch/pytorch#41954 measured ~1 GB less peak on a ~1 GB-parameter model with
+        // bucket views).
+        if r.layout.shard_group() > 1 {
+            let source = "PyTorch DDP Reducer::initialize_buckets: flat gradient buckets over every parameter, allocated at construction";
+            if self.gradient_as_bucket_view {
+                s.gradients = Term::new(
+                    s.gradients.expr,
+                    format!(
+                        "{source}; gradient_as_bucket_view=true: the gradients are views into them"
+                    ),
+                );
+                s.grads_persistent = true;
+            } else {
+                s.comm = Term::new(
+                    bytes(b.grad) * params(),
+                    format!(
+                        "{source}; gradient_as_bucket_view=false: a second copy of the gradients (pytorch/pytorch#41954)"
+                    ),
+                );
+            }
         }
         s
     }

@@ -28,7 +28,10 @@ impl EngineModel for MegatronOptions {
         ModelCode::Megatron
     }
     fn parallelism(&self) -> Parallelism {
-        Parallelism::ALL
+        Parallelism {
+            replicate: false,
+            ..Parallelism::ALL
+        }
     }
     fn validate(&self, _: Sizes, _: Option<&Layout>, _: &mut Errors) {}
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {

@@ -9,6 +9,8 @@
 
 mod ddp;
 mod fsdp;
+mod fsdp1;
+mod fsdp2;
 mod megatron;
 pub(crate) mod zero;
 
@@ -19,6 +21,27 @@ use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term};
+
+/// Gathered parameters and gradient buffers of an engine that all-gathers unit by unit
+/// (FSDP2), at each moment of a step the estimate evaluates. Each term holds everything
+/// unsharded at that moment: parameters, all-gather and reduce-scatter buffers, unsharded
+/// gradients (the sharded ones are `States::gradients`).
+#[derive(Debug, Clone)]
+pub(crate) struct GatherMoments {
+    /// Forward, when the first decoder layer is all-gathered (before any activation).
+    pub forward_start: Term,
+    /// The end of forward (the loss).
+    pub forward_end: Term,
+    /// The start of backward (the loss differentiated).
+    pub backward_start: Term,
+    /// Before the loss is differentiated, a root resharded after forward is all-gathered
+    /// again (FSDP2 with an int `reshard_after_forward`).
+    pub regather: Option<Term>,
+    /// A decoder layer's backward.
+    pub layer_backward: Term,
+    /// The end of backward (the root unit's reduce-scatter).
+    pub backward_end: Term,
+}
 
 /// Model-state and buffer memory of one GPU, as an engine keeps it.
 #[derive(Debug, Clone)]
@@ -31,10 +54,23 @@ pub(crate) struct States {
     pub gathered: Term,
     /// Unsharded gradients of the unit being reduce-scattered (FSDP), during backward.
     pub gathered_grads: Term,
+    /// Per-moment gathered memory (FSDP2), replacing `gathered` and `gathered_grads`.
+    pub gather_moments: Option<GatherMoments>,
     pub comm: Term,
+    /// The gradients at the optimizer step when they differ from `gradients` (DeepSpeed
+    /// ZeRO-1 keeps whole gradients through backward, its partition for the step).
+    pub step_gradients: Option<Term>,
+    /// Buffers alive at the end of backward only (DeepSpeed ZeRO-1's gradient partition
+    /// built by the epilogue).
+    pub end_of_backward: Term,
+    /// Buffers alive during backward only (DeepSpeed ZeRO 1-2 gradient buckets).
+    pub backward_buffers: Term,
     pub step_temporaries: Term,
     /// Gradient memory exists already in the forward pass of a step (persistent buffers).
     pub grads_persistent: bool,
+    /// Across micro-batches the engine accumulates unsharded gradients (counted in its
+    /// gather moments) instead of the sharded ones (FSDP2 without gradient sync).
+    pub unsharded_accumulation: bool,
     /// CPU memory per node.
     pub cpu: Term,
     /// NVMe space per node.
@@ -50,9 +86,14 @@ impl Default for States {
             optimizer: Term::zero(),
             gathered: Term::zero(),
             gathered_grads: Term::zero(),
+            gather_moments: None,
             comm: Term::zero(),
+            step_gradients: None,
+            end_of_backward: Term::zero(),
+            backward_buffers: Term::zero(),
             step_temporaries: Term::zero(),
             grads_persistent: false,
+            unsharded_accumulation: false,
             cpu: Term::zero(),
             nvme: Term::zero(),
         }
@@ -73,6 +114,10 @@ pub struct Parallelism {
     pub virtual_pipeline: bool,
     /// Uneven first/last pipeline stages.
     pub uneven_pipeline: bool,
+    /// HSDP replicas of the shard group (FSDP2 2-D mesh).
+    pub replicate: bool,
+    /// An expert tensor-parallel size of its own (Megatron-Core MoE parallel folding).
+    pub expert_tensor: bool,
 }
 
 impl Parallelism {
@@ -85,6 +130,8 @@ impl Parallelism {
         sequence: false,
         virtual_pipeline: false,
         uneven_pipeline: false,
+        replicate: false,
+        expert_tensor: false,
     };
     /// Every dimension.
     pub const ALL: Parallelism = Parallelism {
@@ -95,6 +142,8 @@ impl Parallelism {
         sequence: true,
         virtual_pipeline: true,
         uneven_pipeline: true,
+        replicate: true,
+        expert_tensor: true,
     };
 }
 
@@ -132,6 +181,15 @@ pub(crate) trait EngineModel {
     /// Parameter elements gathered at once when the weights are sharded (LoRA's frozen
     /// base is gathered like full weights).
     fn gathered_elements(&self, p: &RankParams) -> Expr;
+    /// Bytes per element of activations when the engine computes in another dtype than the
+    /// precision regime's (FSDP `param_dtype`); `None`: the regime's.
+    fn compute_bytes(
+        &self,
+        _precision: crate::config::Precision,
+        _weight_bytes: u64,
+    ) -> Option<u64> {
+        None
+    }
     /// Tensors under this many elements stay whole (ZeRO-3 persistence threshold).
     fn persistence_threshold(&self) -> u64 {
         0

@@ -1,0 +1,367 @@
+//! FSDP2 (`torch.distributed.fsdp.fully_shard`): every parameter a DTensor sharded on dim 0
+//! over the shard group, one FSDP unit per decoder layer plus the root (embeddings, final
+//! norm, LM head: torchtitan, accelerate `fsdp_version: 2`, torchtune).
+//!
+//! What a rank allocates (torch/distributed/fsdp/_fully_shard, torch 2.15):
+//! * `_fsdp_param.py` `_init_sharded_param`: each parameter's shard is `chunks[0]` of
+//!   `torch.chunk(param, shard ranks, dim=0)`, padded to that size on every rank:
+//!   `ceil(dim0 / ranks)` rows, in the parameter's own dtype (fp32 under AMP). A fused
+//!   `[experts, ...]` tensor with fewer experts than ranks holds a whole expert row per
+//!   rank (padding) instead of `1 / ranks` of the tensor.
+//! * `_fsdp_collectives.py` `foreach_all_gather` / `foreach_all_gather_copy_out`: a unit's
+//!   shards are gathered into one flat buffer of `ranks x padded shard` elements in
+//!   `MixedPrecisionPolicy.param_dtype` and copied out into each parameter's padded
+//!   unsharded tensor; the buffer is freed after the copy.
+//! * `_fsdp_state.py`: the root unit is not resharded after forward; a decoder layer is
+//!   resharded after its forward (`reshard_after_forward=True`), kept (`False`), or kept
+//!   sharded over a smaller group (an int). In backward the previous layer's all-gather is
+//!   issued before the current layer's gradients (implicit backward prefetch).
+//! * `foreach_reduce`: a unit's unsharded gradients (param dtype) are copied into a
+//!   reduce-scatter input of `ranks x padded shard` elements in `reduce_dtype`; the output
+//!   (padded shard, `reduce_dtype`) becomes the sharded gradient in the parameter's dtype.
+
+use super::{GatherMoments, States, shard};
+use crate::config::{FsdpOptions, ReshardAfterForward};
+use crate::error::Errors;
+use crate::model::FfnKind;
+use crate::placement::{Dim0, RankParams};
+use crate::precision::StateBytes;
+use crate::problem::{Layout, Resolved};
+use crate::term::{Expr, Term, bytes, n};
+
+const SHARD_SOURCE: &str = "torch fully_shard (_fsdp_param.py _init_sharded_param): each parameter sharded on dim 0, ceil(dim0 / shard ranks) rows per rank (padded)";
+
+/// Which tensors of a rank.
+#[derive(Clone, Copy)]
+enum Which {
+    All,
+    Dense,
+    Experts,
+    /// One decoder layer of this kind.
+    Layer(FfnKind),
+    /// The root unit: embeddings, final norm, LM head.
+    Root,
+}
+
+impl Which {
+    fn has(self, t: &Dim0) -> bool {
+        match self {
+            Which::All => true,
+            Which::Dense => !t.expert,
+            Which::Experts => t.expert,
+            Which::Layer(k) => t.layer == Some(k),
+            Which::Root => t.layer.is_none(),
+        }
+    }
+}
+
+/// Elements per rank of the tensors `which` holds, sharded on dim 0 over `ranks` (routed
+/// experts over `expert_ranks`) with the padding of `torch.chunk`; `unsharded`: the padded
+/// unsharded tensors an all-gather rebuilds (`ranks x` the shard). `Which::Layer` counts one
+/// decoder layer, the others every unit of the GPU.
+fn padded(p: &RankParams, which: Which, ranks: u64, expert_ranks: u64, unsharded: bool) -> u64 {
+    p.tensors
+        .iter()
+        .filter(|t| which.has(t))
+        .map(|t| {
+            let ranks = if t.expert { expert_ranks } else { ranks };
+            let units = match which {
+                Which::Layer(_) => 1,
+                _ => t.times,
+            };
+            let shard = t.rows.div_ceil(ranks) * t.row_elems;
+            units * t.count * if unsharded { shard * ranks } else { shard }
+        })
+        .sum()
+}
+
+impl FsdpOptions {
+    /// Ranks one FSDP2 shard group spans: the data-parallel (and context-parallel) ranks of
+    /// one replica (HSDP: `data_parallel_replicate_size` replicas).
+    pub(super) fn group2(&self, l: &Layout) -> u64 {
+        (l.shard_group() / l.data_parallel_replicate_size).max(1)
+    }
+
+    /// Ranks the routed experts are sharded over: transformers' expert-data-parallel mesh
+    /// (`efsdp` = shard ranks / expert parallel size).
+    fn expert_group2(&self, l: &Layout) -> u64 {
+        (self.group2(l) / l.expert_parallel_size).max(1)
+    }
+
+    /// `reshard_after_forward` as torch applies it: the config's, else `false` under
+    /// pipeline parallelism (torchtitan `fsdp_reshard_after_forward: default`), else true;
+    /// an int equal to the shard group is `true`, 1 is `false`.
+    fn raf(&self, l: &Layout) -> ReshardAfterForward {
+        let g = self.group2(l);
+        match self.reshard_after_forward {
+            None if l.pipeline_parallel_size > 1 => ReshardAfterForward::Always(false),
+            None => ReshardAfterForward::Always(true),
+            Some(ReshardAfterForward::Group(1)) => ReshardAfterForward::Always(false),
+            Some(ReshardAfterForward::Group(k)) if k >= g => ReshardAfterForward::Always(true),
+            Some(x) => x,
+        }
+    }
+
+    /// Elements unsharded at once in backward: the root, the layer running and the one
+    /// prefetched; without resharding after forward every layer.
+    pub(super) fn unsharded2(&self, p: &RankParams) -> Expr {
+        n(p.root, "params of the root unit")
+            + n(2, "units") * n(p.largest_layer, "params of the largest layer")
+    }
+
+    /// The unsharded memory at each moment of a step (padded as all-gathers rebuild them,
+    /// `param` / `reduce` bytes per element of param_dtype / reduce_dtype):
+    /// * forward, first layer: the root unsharded, its all-gather buffer (kept until the next
+    ///   all-gather: `_fsdp_param_group.py` AllGatherState) and the first layer's buffer;
+    /// * end of forward: the root, the layers kept after forward, the last all-gather buffer;
+    /// * start of backward: the root (all-gathered again, with its buffer, when it was
+    ///   resharded after forward: an explicit `reshard_after_forward` applies to the root
+    ///   too, `_fully_shard.py auto_reshard_after_forward`) and the layers kept;
+    /// * a layer's backward: the root and its output layer's unsharded gradient, the layer
+    ///   unsharded, the next layer's all-gather buffer (prefetch), the previous layer's
+    ///   reduce-scatter input (`reduce_dtype`, kept until the next reduce-scatter) and the
+    ///   layers still kept (the layer's own gradients are its backward transient);
+    /// * end of backward: the root's unsharded gradients and its reduce-scatter input.
+    fn moments(&self, r: &Resolved, p: &RankParams, param: u64, reduce: u64) -> GatherMoments {
+        let l = &r.layout;
+        let (g, eg) = (self.group2(l), self.expert_group2(l));
+        let unsharded = |which: Which| padded(p, which, g, eg, true);
+        let root = unsharded(Which::Root);
+        let layer = [FfnKind::Dense, FfnKind::Moe]
+            .iter()
+            .map(|&k| unsharded(Which::Layer(k)))
+            .max()
+            .unwrap_or(0);
+        let layers = unsharded(Which::All) - root;
+        let raf = self.raf(l);
+        let kept = match raf {
+            ReshardAfterForward::Always(true) => 0,
+            ReshardAfterForward::Always(false) => layers,
+            ReshardAfterForward::Group(k) => layers.div_ceil(k),
+        };
+        // the root unit stays unsharded from forward into backward unless it was given an
+        // int (measured: with `True` passed explicitly torch keeps the root's parameters
+        // for backward; with an int it keeps a shard over that many ranks and all-gathers
+        // the root again when backward starts)
+        let root_post_forward = match raf {
+            ReshardAfterForward::Group(k) => Some(k),
+            _ => None,
+        };
+        let pb = || bytes(param);
+        let root_n = || n(root, "root unit params (padded)");
+        let layer_n = |label: &'static str| n(layer, label);
+        let kept_n = || n(kept, "layer params kept after forward");
+        let (head_rows, head_cols) = (
+            r.arch.vocab_size.div_ceil(l.tensor_parallel_size),
+            r.arch.hidden_size,
+        );
+        let head = if p.root > 0
+            && p.tensors
+                .iter()
+                .any(|t| t.layer.is_none() && t.rows == head_rows && t.row_elems == head_cols)
+        {
+            head_rows * head_cols
+        } else {
+            0
+        };
+        let src = "torch fully_shard (_fsdp_param_group.py, _fsdp_collectives.py): unsharded parameters and all-gather buffers in param_dtype, reduce-scatter inputs in reduce_dtype, all padded to the shard group";
+        // gradients accumulated unsharded over micro-batches (pipeline parallelism)
+        let acc = || {
+            if self.no_sync(r) {
+                bytes(reduce)
+                    * n(
+                        p.total(),
+                        "unsharded gradients accumulated over micro-batches",
+                    )
+            } else {
+                Expr::zero()
+            }
+        };
+        let forward_start = Term::new(
+            pb() * (root_n() + root_n() + layer_n("params of the first layer (padded)")) + acc(),
+            src,
+        );
+        let forward_end = Term::new(
+            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather (padded)"))
+                + acc(),
+            src,
+        );
+        // backward starts in the root's pre-backward: unshard (all-gather again if it was
+        // resharded to a smaller group), then prefetch the last layer (its all-gather buffer
+        // replaces the root's), then the loss is differentiated
+        let backward_start = Term::new(
+            pb() * (root_n()
+                + kept_n()
+                + layer_n("params of the prefetched layer's all-gather (padded)"))
+                + acc(),
+            src,
+        );
+        let regather = root_post_forward.map(|k| {
+            Term::new(
+                pb() * (root_n()
+                    + root_n()
+                    + n(root.div_ceil(k), "root params kept sharded after forward")
+                    + kept_n())
+                    + acc(),
+                src,
+            )
+        });
+        let prefetched = if kept >= layers { 0 } else { layer };
+        let layer_backward = Term::new(
+            pb() * (root_n()
+                + n(head, "output layer gradient")
+                + layer_n("params of the layer (padded)")
+                + n(prefetched, "params of the prefetched layer (padded)")
+                + kept_n())
+                + bytes(reduce) * layer_n("reduce-scatter input of the previous layer (padded)")
+                + acc(),
+            src,
+        );
+        // the root reduce-scatters last: its unsharded gradients and reduce-scatter input
+        // exist while its own sharded gradient does not yet (counted in `gradients`)
+        let root_shard = if r.config.training.gradient_accumulation_steps == 1 {
+            padded(p, Which::Root, g, eg, false)
+        } else {
+            0 // an earlier micro-batch's sharded gradient exists already
+        };
+        let backward_end = Term::new(
+            (pb() * root_n() + bytes(reduce) * n(root, "root reduce-scatter input (padded)"))
+                .minus(bytes(r.bytes.grad) * n(root_shard, "root's sharded gradient (not yet)"))
+                + acc(),
+            src,
+        );
+        GatherMoments {
+            forward_start,
+            forward_end,
+            backward_start,
+            regather,
+            layer_backward,
+            backward_end,
+        }
+    }
+
+    /// Gradients accumulate unsharded over micro-batches: the pipeline schedule runs every
+    /// micro-batch but the last without gradient sync (torch.distributed.pipelining
+    /// `backward_maybe_with_nosync` -> `set_requires_gradient_sync(False)`), and FSDP2 keeps
+    /// the unsharded gradients, in `reduce_dtype` (`FSDPParam.unsharded_grad_dtype`).
+    fn no_sync(&self, r: &Resolved) -> bool {
+        r.layout.pipeline_parallel_size > 1 && r.config.training.gradient_accumulation_steps > 1
+    }
+
+    pub(super) fn validate2(&self, _: super::Sizes, layout: Option<&Layout>, e: &mut Errors) {
+        for (key, set) in [
+            ("engine.sharding_strategy", self.sharding_strategy.is_some()),
+            (
+                "engine.hybrid_shard_group_size",
+                self.hybrid_shard_group_size.is_some(),
+            ),
+        ] {
+            if set {
+                e.add(
+                    key,
+                    "set",
+                    "is an FSDP1 option (fsdp_version 1); FSDP2 uses reshard_after_forward and parallelism.data_parallel_replicate_size",
+                );
+            }
+        }
+        if let (Some(ReshardAfterForward::Group(k)), Some(l)) = (self.reshard_after_forward, layout)
+        {
+            let g = self.group2(l);
+            if k == 0 || !g.is_multiple_of(k) {
+                e.add(
+                    "engine.reshard_after_forward",
+                    k,
+                    format!("an int must divide the shard group ({g} ranks)"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn states2(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+        let l = &r.layout;
+        let precision = r.config.training.precision;
+        let (g, eg) = (self.group2(l), self.expert_group2(l));
+        let param = self.param_bytes(precision, b.weight);
+        let reduce = self.reduce_bytes(precision, b.weight);
+        let sharded = padded(p, Which::All, g, eg, false);
+        let sharded_n = || n(sharded, "params in padded shards");
+        let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
+        let mut s = States::default();
+        if self.cpu_offload {
+            s.cpu = Term::new(
+                n(l.gpus_on_node(), "GPUs on the node")
+                    * (bytes(b.weight) + bytes(b.grad)).label("")
+                    * sharded_n()
+                    + shard(opt_dense + opt_expert, g, "GPUs in the shard group"),
+                "torch fully_shard CPUOffloadPolicy: sharded parameters, gradients and optimizer states in CPU memory",
+            );
+        } else {
+            s.weights = Term::new(bytes(b.weight) * sharded_n(), SHARD_SOURCE);
+            s.gradients = Term::new(
+                bytes(b.grad) * sharded_n(),
+                "torch fully_shard foreach_reduce: sharded gradients in the parameter's dtype",
+            );
+            // torch.optim allocates each state like its (sharded, padded) parameter; other
+            // layouts (factored, quantized) are shared out over the shard groups
+            let optimizer = match r.config.training.optimizer.info().layout {
+                crate::optimizer::StateLayout::Full(k) => {
+                    n(u64::from(k), "states") * bytes(b.state) * sharded_n()
+                }
+                _ => {
+                    opt_dense.div_ceil(n(g, "GPUs in the shard group"))
+                        + opt_expert.div_ceil(n(eg, "GPUs in the expert shard group"))
+                }
+            };
+            s.optimizer = Term::new(
+                optimizer,
+                format!(
+                    "optimizer states of the sharded parameters; {}",
+                    super::optimizer_source(r)
+                ),
+            );
+            s.step_temporaries = Term::new(
+                super::torch_step_temporaries(r, p, b, sharded),
+                super::TORCH_STEP_SOURCE,
+            );
+        }
+        s.gather_moments = Some(self.moments(r, p, param, reduce));
+        s.unsharded_accumulation = self.no_sync(r);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(rows: u64, row_elems: u64, count: u64, expert: bool) -> Dim0 {
+        Dim0 {
+            rows,
+            row_elems,
+            count,
+            times: 1,
+            expert,
+            layer: None,
+        }
+    }
+
+    #[test]
+    fn shards_pad_dim0_to_the_first_chunk() {
+        let p = RankParams {
+            // 8 experts fused in one [8, 2 x 14336, 4096] tensor, on 64 ranks: one expert row
+            // each (ceil(8 / 64) = 1), 8x the even share; a 4096-row weight: 64 rows each
+            tensors: vec![t(8, 2 * 14336 * 4096, 1, true), t(4096, 4096, 1, false)],
+            ..RankParams::default()
+        };
+        assert_eq!(padded(&p, Which::Experts, 64, 64, false), 2 * 14336 * 4096);
+        assert_eq!(padded(&p, Which::Dense, 64, 64, false), 64 * 4096);
+        assert_eq!(padded(&p, Which::Dense, 64, 64, true), 4096 * 4096);
+        // 4097 rows on 64 ranks: 65 rows each (the last rank pads 63 rows)
+        let q = RankParams {
+            tensors: vec![t(4097, 10, 1, false)],
+            ..RankParams::default()
+        };
+        assert_eq!(padded(&q, Which::All, 64, 64, false), 65 * 10);
+        assert_eq!(padded(&q, Which::All, 64, 64, true), 64 * 65 * 10);
+    }
+}

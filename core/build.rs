@@ -78,12 +78,41 @@ fn reference() {
         compact.push('\n');
     }
     fs::write(out_dir.join("probe_records.jsonl"), compact).unwrap();
+    // distributed records: what the comparison reads (the config, the split, the most
+    // loaded rank's peak and per-phase totals)
+    let dist = dir.join("dist_records.jsonl");
+    println!("cargo:rerun-if-changed={}", dist.display());
+    let mut compact_dist = String::new();
+    for line in fs::read_to_string(&dist).unwrap_or_default().lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let m = &v["measured"];
+        let phases: serde_json::Map<String, serde_json::Value> = m["phases"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, p)| (k.clone(), serde_json::json!({"total": p["total"]})))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let out = serde_json::json!({
+            "id": v["id"], "source": v["source"], "config": v["config"], "split": v["split"],
+            "versions": v["versions"],
+            "measured": {"metric": m["metric"], "peak_allocated_bytes": m["peak_allocated_bytes"],
+                         "peak_phase": m["peak_phase"], "phases": phases},
+        });
+        compact_dist += &out.to_string();
+        compact_dist.push('\n');
+    }
+    fs::write(out_dir.join("dist_records.jsonl"), compact_dist).unwrap();
     let cases = fs::read_to_string(&published).unwrap_or_else(|_| "[]".into());
     fs::write(out_dir.join("published_cases.json"), cases).unwrap();
     fs::write(
         out_dir.join("reference_gen.rs"),
         "pub(crate) static PROBE_RECORDS: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/probe_records.jsonl\"));\n\
-         pub(crate) static PUBLISHED_CASES: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/published_cases.json\"));\n",
+         pub(crate) static PUBLISHED_CASES: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/published_cases.json\"));\n\
+         pub(crate) static DIST_RECORDS: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/dist_records.jsonl\"));\n",
     )
     .unwrap();
 }

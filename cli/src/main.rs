@@ -227,7 +227,7 @@ fn run(cli: Cli) -> Result<(), BadInput> {
                 hardware["gpu"] = json!(g);
             }
             let doc = json!({
-                "schema_version": 1,
+                "schema_version": calc_core::SCHEMA_VERSION,
                 "model": model_section,
                 "training": {"micro_batch_size": micro_batch_size, "seq_len": seq_len, "precision": precision,
                              "optimizer": optimizer, "activation_checkpointing": recompute},

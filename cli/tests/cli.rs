@@ -255,8 +255,9 @@ fn malformed_hf_configs_are_errors() {
 
 #[test]
 fn explain_prints_each_term_with_the_numbers_substituted() {
-    // Llama-3.1-70B under FSDP FULL_SHARD on 16 GPUs: fp32 weight shards,
-    // 4 B x 70 553 706 496 / 16 = 17 638 426 624 bytes
+    // Llama-3.1-70B under FSDP2 on 16 GPUs: fp32 weight shards, every tensor's rows divide
+    // by 16, so the padded shards hold 70 553 706 496 / 16 = 4 409 606 656 elements,
+    // 4 B x 4 409 606 656 = 17 638 426 624 bytes
     cli()
         .args([
             "quick",
@@ -272,7 +273,7 @@ fn explain_prints_each_term_with_the_numbers_substituted() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "weights = 16.43 GiB (17 638 426 624 bytes)\n  = 4 B × 70553706496 params / 16 GPUs in the shard group\n  source: FSDP FULL_SHARD",
+            "weights = 16.43 GiB (17 638 426 624 bytes)\n  = 4 B × 4409606656 params in padded shards\n  source: torch fully_shard",
         ))
         .stdout(predicate::str::contains("nccl buffers = "));
     // the same terms as the JSON's details

@@ -62,6 +62,10 @@ pub struct ProbeRecord {
     /// torch / transformers / python versions.
     pub versions: IndexMap<String, String>,
     pub measured: Measured,
+    /// Distributed records: `train` (developed against) or `heldout` (drawn by a seeded
+    /// shuffle, `probe/dist_grid.py`; the error budget is asserted on these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
 }
 
 /// A published measurement the schema can express.
@@ -131,6 +135,14 @@ pub struct CaseResult {
     pub components: Vec<Pair>,
     /// Tracker artifacts (bytes) in the measurement, see [`Measured::tracker_artifacts`].
     pub artifact_bytes: u64,
+    /// The training engine as the budget groups it: `single` (one GPU), `ddp`, `fsdp2`,
+    /// `fsdp1`, `deepspeed`, `megatron`, `megatron_deepspeed`; `inference`.
+    pub engine: String,
+    /// GPUs in the job.
+    pub gpus: u64,
+    /// `train` or `heldout` for a distributed record; `None` for the single-GPU suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
 }
 
 /// A published case compared with the estimate.
@@ -198,6 +210,34 @@ pub fn probe_records() -> &'static [ProbeRecord] {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     })
+}
+
+/// The embedded distributed records (tests/reference/dist_records.jsonl, written by
+/// `probe/dist_probe.py`): the most loaded rank of a multi-GPU run on a fake process group.
+pub fn dist_records() -> &'static [ProbeRecord] {
+    static R: OnceLock<Vec<ProbeRecord>> = OnceLock::new();
+    R.get_or_init(|| {
+        DIST_RECORDS
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    })
+}
+
+/// The engine group of a config (see [`CaseResult::engine`]).
+pub fn engine_group(config: &Config) -> String {
+    use crate::config::Engine;
+    if config.effective_mode() == Mode::Inference {
+        return "inference".into();
+    }
+    let gpus = config.hardware.num_gpus.unwrap_or(1);
+    match &config.engine {
+        Engine::Ddp(_) if gpus <= 1 => "single".into(),
+        Engine::Fsdp(o) if o.fsdp_version == 1 => "fsdp1".into(),
+        Engine::Fsdp(_) => "fsdp2".into(),
+        e => e.kind().into(),
+    }
 }
 
 /// The embedded published cases (tests/reference/published_cases.json).
@@ -297,7 +337,17 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
             }
         }
     }
-    let est_peak = phases.iter().map(|p| p.estimated).max().unwrap_or(0);
+    // the estimate's peak over the phases the record measured (a pipeline schedule's
+    // record has one peak for forward and backward: its backward)
+    let est_peak = if m.phases.contains_key("forward") || est.phases.is_empty() {
+        phases.iter().map(|p| p.estimated).max().unwrap_or(0)
+    } else {
+        est.phases
+            .iter()
+            .map(|p| p.allocated_bytes)
+            .max()
+            .unwrap_or(0)
+    };
     Ok(CaseResult {
         id: rec.id.clone(),
         family: family(&est),
@@ -306,6 +356,9 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
         phases,
         components,
         artifact_bytes: m.tracker_artifacts.values().sum(),
+        engine: engine_group(&config),
+        gpus: est.layout.num_gpus,
+        split: rec.split.clone(),
     })
 }
 
@@ -321,17 +374,32 @@ pub fn compare_all() -> &'static [CaseResult] {
     })
 }
 
-/// Each probe record's parsed config and estimate, computed once.
-fn record_estimates() -> &'static [(Config, Estimate, usize)] {
-    static R: OnceLock<Vec<(Config, Estimate, usize)>> = OnceLock::new();
+/// Every distributed record compared (records whose config fails are skipped: the test
+/// asserts there are none).
+pub fn compare_dist() -> &'static [CaseResult] {
+    static R: OnceLock<Vec<CaseResult>> = OnceLock::new();
     R.get_or_init(|| {
-        probe_records()
+        dist_records()
             .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
+            .filter_map(|r| compare(r).ok())
+            .collect()
+    })
+}
+
+/// Every record of both suites, single-GPU first.
+fn all_records() -> impl Iterator<Item = &'static ProbeRecord> {
+    probe_records().iter().chain(dist_records())
+}
+
+/// Each record's parsed config and estimate (both suites), computed once.
+fn record_estimates() -> &'static [(Config, Estimate, &'static ProbeRecord)] {
+    static R: OnceLock<Vec<(Config, Estimate, &'static ProbeRecord)>> = OnceLock::new();
+    R.get_or_init(|| {
+        all_records()
+            .filter_map(|r| {
                 let c = parse(&r.config).ok()?;
                 let e = estimate(&c).ok()?;
-                Some((c, e, i))
+                Some((c, e, r))
             })
             .collect()
     })
@@ -377,13 +445,34 @@ pub fn compare_published(case: &PublishedCase) -> Result<PublishedResult, Vec<Fi
     })
 }
 
-/// Distance between two configs for "nearest reference case": mode, family, precision,
-/// optimizer, recompute, attention, LoRA, and log-distance of tokens and parameters.
+/// Distance between two configs for "nearest reference case": mode, engine, family,
+/// precision, optimizer, recompute, attention, LoRA, the parallel layout, and log-distance of
+/// tokens, parameters and GPUs.
 fn distance(a: &Config, ea: &Estimate, b: &Config, eb: &Estimate) -> f64 {
     let mut d = 0.0;
     let training = ea.mode == Mode::Training;
     if ea.mode != eb.mode {
         d += 10.0;
+    }
+    if training {
+        if engine_group(a) != engine_group(b) {
+            d += 4.0;
+        }
+        let (la, lb) = (&ea.layout, &eb.layout);
+        for (x, y) in [
+            (la.tensor_parallel_size, lb.tensor_parallel_size),
+            (la.pipeline_parallel_size, lb.pipeline_parallel_size),
+            (la.context_parallel_size, lb.context_parallel_size),
+            (la.expert_parallel_size, lb.expert_parallel_size),
+        ] {
+            if (x > 1) != (y > 1) {
+                d += 2.0;
+            }
+        }
+        d += 0.5
+            * (la.num_gpus.max(1) as f64 / lb.num_gpus.max(1) as f64)
+                .ln()
+                .abs();
     }
     if family(ea) != family(eb) {
         d += 2.0;
@@ -416,22 +505,22 @@ fn distance(a: &Config, ea: &Estimate, b: &Config, eb: &Estimate) -> f64 {
     d + (pa / pb).ln().abs()
 }
 
-/// The `n` probe records nearest to `config` (see `distance`), compared with the estimate.
-/// Empty when the config itself does not estimate.
+/// The `n` records nearest to `config` (see `distance`) of both suites (single-GPU and
+/// distributed), compared with the estimate. Empty when the config itself does not
+/// estimate.
 pub fn nearest_cases(config: &Config, n: usize) -> Vec<CaseResult> {
     let Ok(e) = estimate(config) else {
         return Vec::new();
     };
-    let all = compare_all();
-    let mut scored: Vec<(f64, usize)> = record_estimates()
+    let mut scored: Vec<(f64, &ProbeRecord)> = record_estimates()
         .iter()
-        .map(|(c, er, i)| (distance(config, &e, c, er), *i))
+        .map(|(c, er, r)| (distance(config, &e, c, er), *r))
         .collect();
     scored.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let recs = probe_records();
+    let compared = || compare_all().iter().chain(compare_dist());
     scored
         .into_iter()
-        .filter_map(|(_, i)| all.iter().find(|r| r.id == recs[i].id).cloned())
+        .filter_map(|(_, rec)| compared().find(|r| r.id == rec.id).cloned())
         .take(n)
         .collect()
 }

@@ -41,6 +41,8 @@ pub struct ActCtx<'a> {
     pub sp: bool,
     /// Expert-parallel size (tokens dispatched to this GPU's experts).
     pub ep: u64,
+    /// Expert tensor-parallel size (Megatron-Core `--expert-tensor-parallel-size`).
+    pub etp: u64,
     pub code: ModelCode,
     pub attention: Attention,
     pub recompute: Recompute,
@@ -398,9 +400,22 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 
 /// MLP of intermediate size `inter` over `t` tokens (excluding its input norm).
 fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: bool) {
+    mlp_saved_split(c, v, t, inter, input_shared, c.tp)
+}
+
+/// [`mlp_saved`] with the intermediate size split over `split` ranks (routed experts:
+/// the expert tensor-parallel ranks).
+fn mlp_saved_split(
+    c: &ActCtx,
+    v: &mut Vec<Saved>,
+    t: u64,
+    inter: u64,
+    input_shared: bool,
+    split: u64,
+) {
     let a = c.arch;
     let h = a.hidden_size;
-    let i = inter.div_ceil(c.tp);
+    let i = inter.div_ceil(split.max(1));
     match c.code {
         ModelCode::Megatron => {
             push(
@@ -466,10 +481,13 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     );
     // Each token visits top-k experts; with EP the tokens are spread over the EP ranks,
     // so on average one GPU processes t x k token-expert pairs for its share of experts
-    // (dispatched input, expert MLP, and the weighted output for the combine).
-    let routed = t * m.num_experts_per_tok;
+    // (dispatched input, expert MLP, and the weighted output for the combine). With MoE
+    // parallel folding (Megatron-Core) the expert x expert-tensor parallel ranks hold
+    // `ep x etp / tp` distinct token batches (tensor-parallel ranks share theirs): `t x k x
+    // etp / tp` pairs per GPU, each expert's intermediate split over the etp ranks.
+    let routed = (t * m.num_experts_per_tok * c.etp / c.tp.max(1)).max(1);
     push(v, "expert_inputs", routed * h * c.linear_input);
-    mlp_saved(c, v, routed, m.moe_intermediate_size, true);
+    mlp_saved_split(c, v, routed, m.moe_intermediate_size, true, c.etp);
     push(v, "expert_outputs", routed * h * c.act);
     if m.shared_expert_intermediate_size > 0 {
         mlp_saved(c, v, t, m.shared_expert_intermediate_size, true);
@@ -663,6 +681,7 @@ mod tests {
             sliding_window: None,
             sliding_layers: vec![],
             vision: None,
+            num_nextn_predict_layers: 0,
         }
     }
 
@@ -681,6 +700,7 @@ mod tests {
             tp,
             sp,
             ep: 1,
+            etp: 1,
             code: ModelCode::Megatron,
             attention,
             recompute,

@@ -152,6 +152,15 @@ pub struct ModelArch {
     /// Vision tower of a multimodal wrapper (LLaVA, Qwen2.5-VL, Gemma-3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision: Option<VisionTower>,
+    /// Multi-token prediction modules after the last decoder layer
+    /// (`num_nextn_predict_layers`, DeepSeek-V3: 1). transformers drops them when loading;
+    /// Megatron-Core trains them (`--mtp-num-layers`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub num_nextn_predict_layers: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What kind of feed-forward block a decoder layer has.

@@ -598,6 +598,14 @@ fn deepseek(r: &Reader, a: &mut ModelArch, v3: bool) -> Option<()> {
     }
     // MLA: every head gets its own keys/values after the up-projection.
     a.num_key_value_heads = a.num_attention_heads;
+    a.num_nextn_predict_layers = r.count_or(&["num_nextn_predict_layers"], 0);
+    bounded(
+        r,
+        "num_nextn_predict_layers",
+        a.num_nextn_predict_layers,
+        0,
+        16,
+    )?;
     a.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
     a.mla = Some(m);
     let experts = r

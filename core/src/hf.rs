@@ -291,6 +291,7 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
         sliding_window: None,
         sliding_layers: Vec::new(),
         vision: None,
+        num_nextn_predict_layers: 0,
     };
     (f.structure)(r, &mut a)?;
     if let Some(m) = &a.moe {

@@ -225,6 +225,7 @@ impl InferStage<'_> {
     /// The stage's outcome with these phases.
     pub fn outcome(&self, phases: Vec<Phase>, serving: Option<ServingEstimate>) -> StageOutcome {
         StageOutcome {
+            warnings: Vec::new(),
             stage: self.st.index,
             layers: self.st.layers(),
             params_on_gpu: rank_params(self.r, self.st, 0).total(),

@@ -549,6 +549,39 @@ impl ModelArch {
         g
     }
 
+    /// The non-layer groups of one multi-token prediction module (Megatron-Core
+    /// `multi_token_prediction.py` MultiTokenPredictionLayer): `enorm` and `hnorm` on the
+    /// embedding and hidden inputs, `eh_proj` (2h -> h, column-parallel) and the final
+    /// layernorm; its transformer layer is a decoder layer of the next layer's kind, and the
+    /// embedding and output layer are the model's own.
+    pub fn mtp_groups(&self) -> Vec<ParamGroup> {
+        let h = self.hidden_size;
+        let norm = |name: &str| {
+            ParamGroup::new(
+                name,
+                Part::Norms,
+                Shape::Norm {
+                    size: h,
+                    bias: self.norm == NormKind::LayerNorm,
+                },
+                TpSplit::Replicated,
+            )
+        };
+        vec![
+            norm("mtp.enorm"),
+            norm("mtp.hnorm"),
+            ParamGroup::linear(
+                "mtp.eh_proj",
+                Part::Attention,
+                2 * h,
+                h,
+                false,
+                TpSplit::Column,
+            ),
+            norm("mtp.final_layernorm"),
+        ]
+    }
+
     /// The full parameter inventory.
     pub fn inventory(&self) -> Inventory {
         let num_moe_layers = self.num_moe_layers();
@@ -656,6 +689,7 @@ mod tests {
             sliding_window: None,
             sliding_layers: Vec::new(),
             vision: None,
+            num_nextn_predict_layers: 0,
         }
     }
 

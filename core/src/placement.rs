@@ -15,6 +15,9 @@ pub(crate) struct Stage {
     pub moe_layers: u64,
     pub has_embedding: bool,
     pub has_head: bool,
+    /// Multi-token prediction modules trained on this stage (Megatron-Core puts them on the
+    /// last pipeline stage).
+    pub mtp_layers: u64,
     /// Micro-batches whose activations the stage holds at once, as a rational
     /// (numerator, denominator) to keep the interleaved penalty exact.
     pub inflight: (u64, u64),
@@ -49,6 +52,13 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
                 moe_layers,
                 has_embedding: s == 0,
                 has_head: s == pp - 1,
+                mtp_layers: if s == pp - 1
+                    && r.model_code == crate::activations::ModelCode::Megatron
+                {
+                    r.arch.num_nextn_predict_layers
+                } else {
+                    0
+                },
                 inflight,
             }
         })
@@ -148,6 +158,21 @@ pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
     }
     if stage.has_head {
         push(&last, 1, None);
+    }
+    if stage.mtp_layers > 0 {
+        // each MTP module: a decoder layer of the kind the next layer would have, its norms
+        // and projection; on a last stage without the embedding, the embedding too
+        // (Megatron-Core shares it with the MTP block)
+        let kind = a.ffn_kind(a.num_hidden_layers);
+        let layer = match kind {
+            FfnKind::Dense => &inv.dense_layer,
+            FfnKind::Moe => &inv.moe_layer,
+        };
+        push(layer, stage.mtp_layers, Some(kind));
+        push(&a.mtp_groups(), stage.mtp_layers, None);
+        if !stage.has_embedding && !a.tie_word_embeddings {
+            push(&first, 1, None);
+        }
     }
     out
 }

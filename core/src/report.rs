@@ -359,6 +359,8 @@ pub(crate) struct StageOutcome {
     /// NVMe space per node.
     pub nvme: Term,
     pub serving: Option<ServingEstimate>,
+    /// The engine's warnings for this stage.
+    pub warnings: Vec<String>,
 }
 
 impl StageOutcome {

@@ -38,6 +38,31 @@ pub(crate) fn estimate_training(r: &Resolved) -> Estimate {
     let outcomes: Vec<StageOutcome> = stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
     let t = &r.config.training;
     let mut warnings = r.warnings.clone();
+    for o in &outcomes {
+        for w in &o.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+    }
+    let l = &r.layout;
+    if l.tensor_parallel_size > 1 && !l.loss_parallel && r.model_code == ModelCode::Transformers {
+        let logits = t.micro_batch_size * t.seq_len / l.context_parallel_size * r.arch.vocab_size;
+        warnings.push(format!(
+            "without loss_parallel every tensor-parallel rank gathers the logits of the whole vocabulary ({} per micro-batch in bf16, {} more in the fp32 loss): set parallelism.loss_parallel to keep them sharded.",
+            crate::units::fmt_gib(2 * logits),
+            crate::units::fmt_gib(8 * logits)
+        ));
+    }
+    if l.pipeline_parallel_size > 1
+        && l.pipeline_schedule == crate::config::PipelineSchedule::Gpipe
+        && t.gradient_accumulation_steps > l.pipeline_parallel_size
+    {
+        warnings.push(format!(
+            "GPipe keeps the activations of all {} micro-batches on every stage until backward; 1F1B keeps at most {} (parallelism.pipeline_schedule: 1f1b).",
+            t.gradient_accumulation_steps, l.pipeline_parallel_size
+        ));
+    }
     if t.attention == Attention::Eager && t.seq_len >= 8192 {
         warnings
             .push("eager attention keeps b x heads x s^2 scores: consider sdpa or flash".into());
@@ -45,7 +70,6 @@ pub(crate) fn estimate_training(r: &Resolved) -> Estimate {
     if t.optimizer.info().paged {
         warnings.push("paged optimizer states live in CUDA unified memory (counted under CPU memory here): they use free GPU memory and spill to CPU RAM under pressure, slowing the step".into());
     }
-    let l = &r.layout;
     let communicators = if l.num_gpus > 1 {
         [
             l.data_parallel_size,
@@ -251,6 +275,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         tp: l.tensor_parallel_size,
         sp: l.sequence_parallel,
         ep: l.expert_parallel_size,
+        etp: l.expert_tensor_parallel_size,
         code: r.model_code,
         attention: t.attention,
         recompute: t.activation_checkpointing,
@@ -294,6 +319,23 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         if c.recompute != Recompute::Full {
             saved.push(n(one, "B saved by one layer"));
         }
+    }
+    if st.mtp_layers > 0 {
+        // Megatron-Core multi-token prediction (multi_token_prediction.py): per module, the
+        // enorm / hnorm outputs concatenated into eh_proj's input (b s 2h), a decoder
+        // layer, and the final layernorm
+        let kind = r.arch.ffn_kind(r.arch.num_hidden_layers);
+        let sp = if c.sp { c.tp } else { 1 };
+        let extra = c.b * c.s * r.arch.hidden_size * c.act * 3 / sp
+            + c.b * c.s * 2 * r.arch.hidden_size * c.linear_input / sp;
+        parts.push(
+            n(st.mtp_layers, "MTP modules")
+                * (n(activations::layer_bytes(c, kind), "B per layer")
+                    + n(extra, "B of MTP norms and projection input"))
+                .label(""),
+        );
+        transients.push(activations::backward_transient(c, kind));
+        forward.push(activations::forward_transient(c, kind));
     }
     let mask = activations::sliding_mask_bytes(c);
     if mask > 0 {
@@ -445,7 +487,30 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     let c = act_ctx(r);
     let act = stage_activations(r, st, &c);
     let loss = if st.has_head {
-        loss_memory(r, &c)
+        let l = loss_memory(r, &c);
+        if st.mtp_layers > 0 {
+            // every MTP depth computes its own logits and cross-entropy on the last stage
+            // (Megatron-Core process_mtp_loss); each depth's fp32 softmax is kept for its
+            // backward
+            let depths = 1 + st.mtp_layers;
+            let times = |t: Term| {
+                Term::new(
+                    n(depths, "loss depths main and MTP") * t.expr.label(""),
+                    t.source,
+                )
+            };
+            LossMemory {
+                forward: times(l.forward.clone()),
+                backward: Term::new(
+                    l.backward.expr.clone()
+                        + n(st.mtp_layers, "MTP depths") * l.forward.expr.clone().label(""),
+                    l.backward.source.clone(),
+                ),
+                kept: l.kept,
+            }
+        } else {
+            l
+        }
     } else {
         LossMemory::none()
     };
@@ -682,6 +747,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     .set(Component::OptimizerTemporaries, s.step_temporaries.clone());
 
     StageOutcome {
+        warnings: std::mem::take(&mut s.warnings),
         stage: st.index,
         layers: st.layers(),
         params_on_gpu: p.total(),

@@ -102,32 +102,37 @@ fn zero_stages_0_1_2() {
     let e = zero(json!({"type": "deepspeed", "zero_stage": 0}), json!({}));
     assert_eq!(c(&e, "optimizer_step", "gradients"), 6 * P_7B);
     assert_eq!(c(&e, "optimizer_step", "master_weights"), 4 * P_7B);
-    // ZeRO-1 shards master weights and states; weights and gradients whole
+    // ZeRO-1 shards master weights and states; weights whole. Its gradients stay whole
+    // through backward (partition_gradients=False) and the step holds this rank's partition
+    // (averaged_gradients), 2 B x P/8
     let e = zero(json!({"type": "deepspeed", "zero_stage": 1}), json!({}));
     assert_eq!(c(&e, "optimizer_step", "weights"), 2 * P_7B);
-    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * P_7B);
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * p8);
     assert_eq!(c(&e, "optimizer_step", "master_weights"), 4 * p8);
     assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 8 * p8);
-    // the step upcasts the gradient partition to fp32 (stage_1_and_2.py single_grad_partition);
-    // DeepSpeed's FusedAdam needs no temporaries
-    assert_eq!(c(&e, "optimizer_step", "optimizer_temporaries"), 4 * p8);
+    // the step flattens the partition (cat, 2 B) and upcasts it to fp32 (4 B:
+    // stage_1_and_2.py single_grad_partition); DeepSpeed's FusedAdam needs no temporaries
+    assert_eq!(c(&e, "optimizer_step", "optimizer_temporaries"), 6 * p8);
     assert_eq!(c(&e, "optimizer_step", "communication_buffers"), 0);
-    // ZeRO-2 shards gradients too and adds the 5e8-element bf16 reduce bucket
+    // backward peaks in the epilogue (full recomputation leaves little activation): the
+    // whole gradients, the 5e8-element bf16 reduce bucket (stage_1_and_2.py setup_buckets)
+    // and the partition reduce_gradients allocates (2 B x P/8)
+    assert_eq!(c(&e, "backward", "gradients"), 2 * P_7B);
+    assert_eq!(
+        c(&e, "backward", "communication_buffers"),
+        1_000_000_000 + 2 * p8
+    );
+    // ZeRO-2 shards gradients too (grads_in_partition); the bucket at the end of backward
     let e = zero(json!({"type": "deepspeed", "zero_stage": 2}), json!({}));
     assert_eq!(c(&e, "optimizer_step", "gradients"), 2 * p8);
-    assert_eq!(
-        c(&e, "optimizer_step", "communication_buffers"),
-        1_000_000_000
-    );
-    // overlap_comm double-buffers it
+    assert_eq!(c(&e, "optimizer_step", "communication_buffers"), 0);
+    assert_eq!(c(&e, "backward", "communication_buffers"), 1_000_000_000);
+    // overlap_comm double-buffers it: 2 x 5e8 x 2 B
     let e = zero(
         json!({"type": "deepspeed", "zero_stage": 2, "overlap_comm": true}),
         json!({}),
     );
-    assert_eq!(
-        c(&e, "optimizer_step", "communication_buffers"),
-        2_000_000_000
-    );
+    assert_eq!(c(&e, "backward", "communication_buffers"), 2_000_000_000);
 }
 
 #[test]
@@ -533,16 +538,20 @@ fn zero3_lora_gathers_the_frozen_base_with_the_users_settings() {
             "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
         }))
     };
-    // defaults: min(131 072 000 + 5e7, 1e9) = 181 072 000 elements
+    // defaults: the last modules of forward stay gathered into backward up to
+    // stage3_max_reuse_distance (1e9 elements, within stage3_max_live_parameters 1e9)
     let e = run(json!({"type": "deepspeed", "zero_stage": 3}));
-    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 181_072_000);
-    // prefetch 1e6, max live 2e7: max(min(132 072 000, 2e7), 131 072 000) = 131 072 000
-    let e = run(json!({"type": "deepspeed", "zero_stage": 3,
-        "stage3_prefetch_bucket_size": 1000000, "stage3_max_live_parameters": 20000000}));
-    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 131_072_000);
-    // prefetch 2e8 under the default max live: 331 072 000 elements
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 1_000_000_000);
+    // reuse distance 0, prefetch 1e6, max live 2e7: max(min(132 072 000, 2e7), 131 072 000)
     let e = run(
-        json!({"type": "deepspeed", "zero_stage": 3, "stage3_prefetch_bucket_size": 200000000}),
+        json!({"type": "deepspeed", "zero_stage": 3, "stage3_max_reuse_distance": 0,
+        "stage3_prefetch_bucket_size": 1000000, "stage3_max_live_parameters": 20000000}),
+    );
+    assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 131_072_000);
+    // reuse distance 0, prefetch 2e8 under the default max live: 331 072 000 elements
+    let e = run(
+        json!({"type": "deepspeed", "zero_stage": 3, "stage3_max_reuse_distance": 0,
+        "stage3_prefetch_bucket_size": 200000000}),
     );
     assert_eq!(c(&e, "forward", "gathered_parameters"), 2 * 331_072_000);
 }

@@ -34,16 +34,18 @@ fn zero3_llama2_7b_8_gpus_model_states() {
     assert_eq!(step.components["gradients"], 2 * p8); // 1 684 603 904
     assert_eq!(step.components["master_weights"], 4 * p8); // 3 369 207 808
     assert_eq!(step.components["optimizer_states"], 8 * p8); // 6 738 415 616
-    // the step upcasts one sub-group (1e9 elements) of the gradient partition to fp32
+    // the step flattens (2 B) and upcasts to fp32 (4 B) one sub-group (1e9 elements) of
+    // the gradient partition (stage3.py _prepare_fp32_grad_for_sub_group)
     assert_eq!(
         step.components["optimizer_temporaries"],
-        4 * p8.min(1_000_000_000)
+        6 * p8.min(1_000_000_000)
     );
-    // ZeRO-3 gathers the largest module (the 32000 x 4096 embedding) plus the 5e7 prefetch bucket
+    // ZeRO-3 keeps the last modules of forward gathered into backward, up to
+    // stage3_max_reuse_distance (1e9 elements)
     assert_eq!(step.components["gathered_parameters"], 0);
     assert_eq!(
         phase(&e, "forward").components["gathered_parameters"],
-        2 * (32_000 * 4096 + 50_000_000)
+        2 * 1_000_000_000
     );
     // reduce bucket: 5e8 elements x 2 B
     assert_eq!(step.components["communication_buffers"], 1_000_000_000);

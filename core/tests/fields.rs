@@ -209,16 +209,23 @@ fn every_field_is_a_key_of_the_schema_and_every_choice_parses() {
     for f in fields() {
         // a document with a value at the field's path (each choice, a bound, a sample)
         // parses: the path is a key of the schema and the choices are its values
+        // every engine with its defaults, and FSDP1 (whose options differ from FSDP2's)
+        let candidates: Vec<Value> = ENGINES
+            .iter()
+            .map(|k| json!({ "type": k }))
+            .chain([json!({"type": "fsdp", "fsdp_version": 1})])
+            .collect();
         let engine = f
             .path
             .strip_prefix("engine.")
             .and_then(|k| {
-                ENGINES
-                    .iter()
-                    .find(|e| Engine::of_kind(e).is_some_and(|e| e.option_keys().contains(&k)))
+                candidates.iter().find(|doc| {
+                    serde_json::from_value::<Engine>((*doc).clone())
+                        .is_ok_and(|e| e.option_keys().contains(&k))
+                })
             })
-            .copied()
-            .unwrap_or("deepspeed");
+            .cloned()
+            .unwrap_or(json!({"type": "deepspeed"}));
         let values: Vec<Value> = match f.kind {
             Kind::Choice(c) => c.list().into_iter().map(|c| c.value).collect(),
             Kind::Check => vec![json!(true)],
@@ -228,7 +235,7 @@ fn every_field_is_a_key_of_the_schema_and_every_choice_parses() {
             }
         };
         for v in values {
-            let mut doc = json!({"model": {"preset": "gpt2"}, "engine": {"type": engine}});
+            let mut doc = json!({"model": {"preset": "gpt2"}, "engine": engine.clone()});
             if f.path != "engine.type" {
                 set_at(&mut doc, f.path, v.clone());
             }

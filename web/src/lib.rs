@@ -26,7 +26,7 @@ pub const STORAGE_KEY: &str = "gpu-mem-calc.config.v1";
 /// The document a first visit starts from.
 pub fn default_doc() -> Value {
     json!({
-        "schema_version": 1,
+        "schema_version": calc_core::SCHEMA_VERSION,
         "model": {"preset": "llama-3.1-8b"},
         "training": {"micro_batch_size": 1, "seq_len": 4096, "gradient_accumulation_steps": 8,
                      "precision": "amp_bf16", "optimizer": "adamw", "activation_checkpointing": "full",

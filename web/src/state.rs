@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn link_round_trip() {
-        let doc = json!({"schema_version": 1, "model": {"preset": "llama-3.1-8b"},
+        let doc = json!({"schema_version": 2, "model": {"preset": "llama-3.1-8b"},
                          "training": {"micro_batch_size": 2}});
         let frag = encode_fragment(&doc);
         assert!(frag.starts_with("#c=1."));
@@ -153,16 +153,25 @@ mod tests {
 
     #[test]
     fn seed_documents_are_migrated() {
-        // the seed format (no schema_version) becomes a schema 1 document
+        // the seed format (no schema_version) becomes a current-schema document
         let seed = json!({"model": {"name": "llama2-7b", "num_parameters": "7B", "num_layers": 32,
             "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000},
             "training": {"batch_size": 4, "dtype": "bf16"},
             "engine": {"type": "deepspeed", "zero_stage": 3},
             "hardware": {"num_gpus": 8, "gpu_memory_gb": 80}});
         let v = accept(seed.clone()).unwrap();
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], calc_core::SCHEMA_VERSION);
         assert_eq!(v["training"]["micro_batch_size"], 4);
-        assert_eq!(migrate_saved(seed)["schema_version"], 1);
+        assert_eq!(
+            migrate_saved(seed)["schema_version"],
+            calc_core::SCHEMA_VERSION
+        );
+        // a schema 1 FSDP document means FSDP1 after the migration
+        let v1 = json!({"schema_version": 1, "model": {"preset": "gpt2"},
+            "engine": {"type": "fsdp"}, "hardware": {"num_gpus": 2}});
+        let m = migrate_saved(v1);
+        assert_eq!(m["schema_version"], 2);
+        assert_eq!(m["engine"]["fsdp_version"], 1);
         // a broken saved document is kept as it is
         let broken = json!({"schema_version": 1, "training": {"micro_batch_size": -1}});
         assert_eq!(migrate_saved(broken.clone()), broken);

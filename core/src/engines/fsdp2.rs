@@ -29,14 +29,12 @@ use crate::precision::StateBytes;
 use crate::problem::{Layout, Resolved};
 use crate::term::{Expr, Term, bytes, n};
 
-const SHARD_SOURCE: &str = "torch fully_shard (_fsdp_param.py _init_sharded_param): each parameter sharded on dim 0, ceil(dim0 / shard ranks) rows per rank (padded)";
+const SHARD_SOURCE: &str = "torch fully_shard (_fsdp_param.py _init_sharded_param): each parameter sharded on dim 0, ceil(dim0 / shard ranks) rows per rank, padded";
 
 /// Which tensors of a rank.
 #[derive(Clone, Copy)]
 enum Which {
     All,
-    Dense,
-    Experts,
     /// One decoder layer of this kind.
     Layer(FfnKind),
     /// The root unit: embeddings, final norm, LM head.
@@ -47,8 +45,6 @@ impl Which {
     fn has(self, t: &Dim0) -> bool {
         match self {
             Which::All => true,
-            Which::Dense => !t.expert,
-            Which::Experts => t.expert,
             Which::Layer(k) => t.layer == Some(k),
             Which::Root => t.layer.is_none(),
         }
@@ -148,7 +144,7 @@ impl FsdpOptions {
             _ => None,
         };
         let pb = || bytes(param);
-        let root_n = || n(root, "root unit params (padded)");
+        let root_n = || n(root, "root unit params padded");
         let layer_n = |label: &'static str| n(layer, label);
         let kept_n = || n(kept, "layer params kept after forward");
         let (head_rows, head_cols) = (
@@ -178,12 +174,11 @@ impl FsdpOptions {
             }
         };
         let forward_start = Term::new(
-            pb() * (root_n() + root_n() + layer_n("params of the first layer (padded)")) + acc(),
+            pb() * (root_n() + root_n() + layer_n("params of the first layer padded")) + acc(),
             src,
         );
         let forward_end = Term::new(
-            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather (padded)"))
-                + acc(),
+            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather padded")) + acc(),
             src,
         );
         // backward starts in the root's pre-backward: unshard (all-gather again if it was
@@ -192,7 +187,7 @@ impl FsdpOptions {
         let backward_start = Term::new(
             pb() * (root_n()
                 + kept_n()
-                + layer_n("params of the prefetched layer's all-gather (padded)"))
+                + layer_n("params of the prefetched layer's all-gather padded"))
                 + acc(),
             src,
         );
@@ -210,10 +205,10 @@ impl FsdpOptions {
         let layer_backward = Term::new(
             pb() * (root_n()
                 + n(head, "output layer gradient")
-                + layer_n("params of the layer (padded)")
-                + n(prefetched, "params of the prefetched layer (padded)")
+                + layer_n("params of the layer padded")
+                + n(prefetched, "params of the prefetched layer padded")
                 + kept_n())
-                + bytes(reduce) * layer_n("reduce-scatter input of the previous layer (padded)")
+                + bytes(reduce) * layer_n("reduce-scatter input of the previous layer padded")
                 + acc(),
             src,
         );
@@ -225,9 +220,9 @@ impl FsdpOptions {
             0 // an earlier micro-batch's sharded gradient exists already
         };
         let backward_end = Term::new(
-            (pb() * root_n() + bytes(reduce) * n(root, "root reduce-scatter input (padded)"))
-                .minus(bytes(r.bytes.grad) * n(root_shard, "root's sharded gradient (not yet)"))
-                + acc(),
+            (pb() * root_n() + bytes(reduce) * n(root, "root reduce-scatter input padded")).minus(
+                bytes(r.bytes.grad) * n(root_shard, "root sharded gradient not yet reduced"),
+            ) + acc(),
             src,
         );
         GatherMoments {
@@ -326,8 +321,42 @@ impl FsdpOptions {
         }
         s.gather_moments = Some(self.moments(r, p, param, reduce));
         s.unsharded_accumulation = self.no_sync(r);
+        if let Some(w) = expert_padding_warning(r, p, eg, b) {
+            s.warnings.push(w);
+        }
         s
     }
+}
+
+/// The warning when fused expert tensors pad on dim 0: fewer local experts than ranks in
+/// the expert shard group (or a count they do not divide), so each rank keeps a whole
+/// expert row instead of its even share.
+fn expert_padding_warning(r: &Resolved, p: &RankParams, eg: u64, b: StateBytes) -> Option<String> {
+    let experts: Vec<&Dim0> = p.tensors.iter().filter(|t| t.expert).collect();
+    let rows = experts.first()?.rows;
+    let padded: u64 = experts
+        .iter()
+        .map(|t| t.times * t.count * t.rows.div_ceil(eg) * t.row_elems)
+        .sum();
+    let even: u64 = experts
+        .iter()
+        .map(|t| (t.times * t.count * t.rows * t.row_elems).div_ceil(eg))
+        .sum();
+    if padded * 10 < even * 11 {
+        return None; // under 10 % padding
+    }
+    let states = b.weight
+        + b.grad
+        + match r.config.training.optimizer.info().layout {
+            crate::optimizer::StateLayout::Full(k) => u64::from(k) * b.state,
+            _ => 2 * b.state,
+        };
+    Some(format!(
+        "FSDP2 shards each fused expert tensor ([{rows} experts, ...]) on dim 0 over {eg} GPUs: every GPU holds ceil({rows} / {eg}) = {} expert rows, {:.1}x its even share, about {} more parameters, gradients and optimizer states per GPU, and all-gather / reduce-scatter buffers as much larger. Split the experts whole with parallelism.expert_parallel_size, shard over fewer GPUs (parallelism.data_parallel_replicate_size), or shard the experts on dim 1 (torchtitan's shard_placement_fn).",
+        rows.div_ceil(eg),
+        padded as f64 / even.max(1) as f64,
+        crate::units::fmt_gib((padded - even) * states)
+    ))
 }
 
 #[cfg(test)]
@@ -353,9 +382,14 @@ mod tests {
             tensors: vec![t(8, 2 * 14336 * 4096, 1, true), t(4096, 4096, 1, false)],
             ..RankParams::default()
         };
-        assert_eq!(padded(&p, Which::Experts, 64, 64, false), 2 * 14336 * 4096);
-        assert_eq!(padded(&p, Which::Dense, 64, 64, false), 64 * 4096);
-        assert_eq!(padded(&p, Which::Dense, 64, 64, true), 4096 * 4096);
+        assert_eq!(
+            padded(&p, Which::All, 64, 64, false),
+            2 * 14336 * 4096 + 64 * 4096
+        );
+        assert_eq!(
+            padded(&p, Which::All, 64, 64, true),
+            64 * 2 * 14336 * 4096 + 4096 * 4096
+        );
         // 4097 rows on 64 ranks: 65 rows each (the last rank pads 63 rows)
         let q = RankParams {
             tensors: vec![t(4097, 10, 1, false)],

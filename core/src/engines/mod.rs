@@ -71,6 +71,9 @@ pub(crate) struct States {
     /// Across micro-batches the engine accumulates unsharded gradients (counted in its
     /// gather moments) instead of the sharded ones (FSDP2 without gradient sync).
     pub unsharded_accumulation: bool,
+    /// What this engine does that users do not expect, with what to change (shown next to
+    /// the result).
+    pub warnings: Vec<String>,
     /// CPU memory per node.
     pub cpu: Term,
     /// NVMe space per node.
@@ -94,6 +97,7 @@ impl Default for States {
             step_temporaries: Term::zero(),
             grads_persistent: false,
             unsharded_accumulation: false,
+            warnings: Vec::new(),
             cpu: Term::zero(),
             nvme: Term::zero(),
         }

@@ -64,6 +64,12 @@ impl ZeroOptions {
         ] {
             e.range(f, v, 1, limits::MAX_PARAMS);
         }
+        e.range(
+            "engine.stage3_max_reuse_distance",
+            self.stage3_max_reuse_distance,
+            0,
+            limits::MAX_PARAMS,
+        );
     }
 
     /// Parameter elements ZeRO-3 holds gathered at once. From the second step on, the
@@ -300,6 +306,10 @@ impl ZeroOptions {
                 // releasing the module cannot free them: every MoE layer's experts stay
                 // gathered from its forward to its backward (under full recomputation the
                 // checkpointed forward saves nothing)
+                s.warnings.push(format!(
+                    "DeepSpeed ZeRO-3 keeps every MoE layer's gathered experts from its forward to its backward ({} per GPU): transformers' fused expert tensors are saved by grouped_mm's autograd node, which releasing the module cannot free. Recompute activations (training.activation_checkpointing: full) or use FSDP2.",
+                    crate::units::fmt_gib(b.weight * p.expert)
+                ));
                 s.gathered = s.gathered
                     + Term::new(
                         bytes(b.weight) * n(p.expert, "routed-expert params"),

@@ -88,6 +88,15 @@ pub fn cases() -> Vec<(String, Value)> {
             json!({"type": "fsdp", "sharding_strategy": "NO_SHARD"}),
         ),
         ("fsdp-offload", json!({"type": "fsdp", "cpu_offload": true})),
+        ("fsdp2", json!({"type": "fsdp", "fsdp_version": 2})),
+        (
+            "fsdp2-noreshard",
+            json!({"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false}),
+        ),
+        (
+            "fsdp2-reshard4-bf16reduce",
+            json!({"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": 4, "reduce_dtype": "bf16"}),
+        ),
         ("megatron", json!({"type": "megatron"})),
         (
             "megatron-distopt",
@@ -153,6 +162,7 @@ pub fn cases() -> Vec<(String, Value)> {
         ),
         ("ds-z1", json!({"type": "deepspeed", "zero_stage": 1})),
         ("fsdp-full", json!({"type": "fsdp"})),
+        ("fsdp2", json!({"type": "fsdp", "fsdp_version": 2})),
     ];
     for id in &presets {
         for (ln, l) in layouts {
@@ -252,6 +262,7 @@ pub fn cases() -> Vec<(String, Value)> {
         ("ddp", json!({"type": "ddp"})),
         ("ds-z3", json!({"type": "deepspeed", "zero_stage": 3})),
         ("fsdp-full", json!({"type": "fsdp"})),
+        ("fsdp2", json!({"type": "fsdp", "fsdp_version": 2})),
         (
             "megatron-distopt",
             json!({"type": "megatron", "distributed_optimizer": true}),
@@ -296,6 +307,7 @@ pub fn cases() -> Vec<(String, Value)> {
             json!({"type": "deepspeed", "zero_stage": 3, "stage3_prefetch_bucket_size": 1000000, "stage3_max_live_parameters": 20000000}),
         ),
         ("fsdp-full", json!({"type": "fsdp"})),
+        ("fsdp2", json!({"type": "fsdp", "fsdp_version": 2})),
         (
             "fsdp-sgo",
             json!({"type": "fsdp", "sharding_strategy": "SHARD_GRAD_OP"}),

@@ -207,6 +207,9 @@ pub(crate) struct RankParams {
     pub expert: u64,
     /// Elements of linear-layer weight matrices (autocast copies, fp8 caches).
     pub linear: u64,
+    /// Of `linear`, the routed experts' weights (HF stores them as one 3-D tensor per layer
+    /// and indexes one expert's slice per matmul).
+    pub expert_linear: u64,
     /// Elements of the tied embedding matrix when it also serves as the output layer here.
     pub tied_head: u64,
     /// Linear-weight elements outside the decoder layers (an untied LM head).
@@ -262,6 +265,9 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         if matches!(g.shape, Shape::Linear { .. }) {
             let lin = shapes[0].0 * shapes[0].1 * copies;
             p.linear += lin * times;
+            if is_expert {
+                p.expert_linear += lin * times;
+            }
             match sg.layer {
                 Some(FfnKind::Dense) => layer_linear[0] += lin,
                 Some(FfnKind::Moe) => layer_linear[1] += lin,

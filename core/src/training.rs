@@ -133,25 +133,38 @@ fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: Stat
 /// forward, or with full recomputation during backward the head's and one recomputed
 /// layer's (the cache is cleared when forward leaves the autocast region; checkpointed
 /// layers re-cast their weights when recomputed). PyTorch `torch.autocast`: the cast weight
-/// is an input saved by the matmul.
+/// is an input saved by the matmul. Under full recomputation nothing is saved in forward,
+/// and only leaf weights are cached (`aten/src/ATen/autocast_mode.cpp` `cached_cast`:
+/// `arg.is_leaf() && !arg.is_view()`): the routed experts' slices (`gate_up_proj[e]`,
+/// a view) are cast per matmul and freed, so forward holds the dense copies only.
 fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) {
     if !r.config.engine.model().autocast() || b.autocast_weight_copy == 0 {
         return (Term::zero(), Term::zero());
     }
     let source =
         "torch.autocast: a half copy of each fp32 linear weight per matmul, saved for backward";
-    let all = bytes(b.autocast_weight_copy)
-        * (n(p.linear, "linear weights") + n(p.tied_head, "tied head weights")).label("");
-    let backward = if r.config.training.activation_checkpointing == Recompute::Full {
-        bytes(b.autocast_weight_copy)
-            * (n(p.root_linear, "head weights")
-                + n(p.tied_head, "tied head weights")
-                + n(p.layer_linear, "linear weights of one layer"))
-            .label("")
-    } else {
-        all.clone()
-    };
-    (Term::new(all, source), Term::new(backward, source))
+    let full = r.config.training.activation_checkpointing == Recompute::Full;
+    if !full {
+        let all = bytes(b.autocast_weight_copy)
+            * (n(p.linear, "linear weights") + n(p.tied_head, "tied head weights")).label("");
+        return (Term::new(all.clone(), source), Term::new(all, source));
+    }
+    let cached = bytes(b.autocast_weight_copy)
+        * (n(
+            p.linear - p.expert_linear,
+            "linear weights outside the routed experts",
+        ) + n(p.tied_head, "tied head weights"))
+        .label("");
+    let backward = bytes(b.autocast_weight_copy)
+        * (n(p.root_linear, "head weights")
+            + n(p.tied_head, "tied head weights")
+            + n(p.layer_linear, "linear weights of one layer"))
+        .label("");
+    let source_full = "torch.autocast: cached half copies of the leaf linear weights (autocast_mode.cpp cached_cast); expert slices are views, cast per matmul";
+    (
+        Term::new(cached, source_full),
+        Term::new(backward, source_full),
+    )
 }
 
 /// The storage format of the frozen base weights under LoRA.

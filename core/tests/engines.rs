@@ -77,6 +77,175 @@ fn fsdp_other_strategies() {
     assert_eq!(c(&e, "optimizer_step", "weights"), P_1B); // 4 B x P / 4
 }
 
+#[test]
+fn fsdp2_shards_every_parameter_on_dim0_with_padding() {
+    // Mixtral-8x7B under FSDP2 on 64 GPUs. torch.chunk gives each rank ceil(dim0 / 64) rows of
+    // every parameter, padded on every rank (_fsdp_param.py _init_sharded_param). Per layer:
+    // q, o 4096 rows -> 64 each; k, v 1024 -> 16 each; the router 8 -> 1 (of 4096 columns);
+    // two norms of 4096 -> 64 elements each; the fused experts [8, 14336, 4096] (gate, up,
+    // down) -> ceil(8 / 64) = 1 expert row each: 3 x 14336 x 4096 = 176 160 768, 8x the even
+    // share. Per layer (64 + 16 + 16 + 64 + 1) x 4096 + 128 + 176 160 768 = 176 820 352; the
+    // embedding and LM head 32000 -> 500 rows each, the final norm 64:
+    // 32 x 176 820 352 + 2 x 500 x 4096 + 64 = 5 662 347 328 elements per GPU.
+    let e = est(json!({
+        "model": {"preset": "mixtral-8x7b-v0.1"},
+        "training": {"seq_len": 1024, "activation_checkpointing": "full", "optimizer_impl": "fused"},
+        "engine": {"type": "fsdp"},
+        "hardware": {"num_gpus": 64}
+    }));
+    let shard = 5_662_347_328u64;
+    // AMP: fp32 shards and sharded gradients, two fp32 AdamW states per element
+    assert_eq!(c(&e, "optimizer_step", "weights"), 4 * shard);
+    assert_eq!(c(&e, "optimizer_step", "gradients"), 4 * shard);
+    assert_eq!(c(&e, "optimizer_step", "optimizer_states"), 8 * shard);
+    // end of forward: the root unsharded (64 x (2 x 500 x 4096 + 64) = 262 148 096) and the
+    // last layer's all-gather buffer (64 x 176 820 352 = 11 316 502 528, the experts padded
+    // to 64 rows), both bf16 (MixedPrecisionPolicy param_dtype)
+    assert_eq!(
+        c(&e, "forward", "gathered_parameters"),
+        2 * (262_148_096 + 11_316_502_528)
+    );
+    // the padding is reported with what to change
+    assert!(
+        e.warnings
+            .iter()
+            .any(|w| w.contains("ceil(8 / 64) = 1 expert rows")
+                && w.contains("expert_parallel_size")),
+        "{:?}",
+        e.warnings
+    );
+    // expert parallelism 8 splits the experts whole (one per GPU), but FSDP2 then shards
+    // each [1, 14336, 4096] tensor over the 64 / 8 = 8 expert-data-parallel ranks: still
+    // one whole row per rank, the same bytes, and the same warning
+    let ep = |gpus: u64| {
+        est(json!({
+            "model": {"preset": "mixtral-8x7b-v0.1"},
+            "training": {"seq_len": 1024, "activation_checkpointing": "full", "optimizer_impl": "fused"},
+            "parallelism": {"expert_parallel_size": 8},
+            "engine": {"type": "fsdp"},
+            "hardware": {"num_gpus": gpus}
+        }))
+    };
+    let e64 = ep(64);
+    assert_eq!(c(&e64, "optimizer_step", "weights"), 4 * shard);
+    assert!(e64.warnings.iter().any(|w| w.contains("expert rows")));
+    // on 8 GPUs (one expert-data-parallel rank) each GPU holds its expert whole and
+    // ceil(rows / 8) of every other tensor (q, o 512 rows; k, v 128; the router 1; norms
+    // 512 each; embedding and head 4000), and no padding to warn about
+    let e8 = ep(8);
+    let dense8 = 32 * ((512 + 128 + 128 + 512 + 1) * 4096 + 2 * 512) + 2 * 4000 * 4096 + 512;
+    assert_eq!(
+        c(&e8, "optimizer_step", "weights"),
+        4 * (dense8 + 32 * 3 * 14336 * 4096)
+    );
+    assert!(!e8.warnings.iter().any(|w| w.contains("expert rows")));
+}
+
+#[test]
+fn fsdp2_pipeline_stages_accumulate_unsharded_gradients() {
+    // torchtitan's PP with FSDP2: every micro-batch but the last runs without gradient sync,
+    // so the stage's gradients accumulate unsharded in reduce_dtype (fp32), beside its
+    // unsharded bf16 parameters (reshard_after_forward defaults to false under PP).
+    // Llama-3.2-1B on 8 GPUs as PP 2 x DP 4; the last stage is the most loaded: 8 layers
+    // (486 572 032), the final norm (2 048) and the tied embedding as output layer
+    // (262 668 288): 749 242 368 elements, all rows divisible by 4 (no padding).
+    let e = est(json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"seq_len": 1024, "gradient_accumulation_steps": 4},
+        "parallelism": {"pipeline_parallel_size": 2},
+        "engine": {"type": "fsdp"},
+        "hardware": {"num_gpus": 8}
+    }));
+    let stage = 749_242_368u64;
+    assert_eq!(c(&e, "optimizer_step", "weights"), 4 * stage / 4);
+    // bf16: the root (262 670 336) and every layer kept after forward (486 572 032) plus
+    // the last all-gather buffer (one layer, 60 821 504), and fp32 accumulated gradients
+    assert_eq!(
+        c(&e, "backward", "gathered_parameters"),
+        2 * (262_670_336 + 8 * LAYER_1B + LAYER_1B) + 4 * stage
+    );
+}
+
+#[test]
+fn megatron_moe_parallel_folding() {
+    // Mixtral-8x7B on 64 GPUs, TP 2 (SP), EP 8, expert TP 1, distributed optimizer.
+    // Dense per GPU (TP 2): per layer q 8 388 608, k and v 2 097 152 each, o 8 388 608,
+    // router 32 768 (replicated), norms 8 192 = 21 012 480, x 32 = 672 399 360; embedding
+    // and head 16 000 x 4096 = 65 536 000 each, final norm 4096: 803 475 456.
+    // Experts: 8 / EP 8 = 1 expert per GPU, whole (expert TP 1): 3 x 14336 x 4096 x 32 layers
+    // = 5 637 144 576. bf16 weights 2 B x 6 440 620 032 = 12 881 240 064.
+    let run = |gpus: u64, tp: u64| {
+        est(json!({
+            "model": {"preset": "mixtral-8x7b-v0.1"},
+            "training": {"seq_len": 4096, "activation_checkpointing": "full"},
+            "parallelism": {"tensor_parallel_size": tp, "expert_parallel_size": 8,
+                            "expert_tensor_parallel_size": 1, "sequence_parallel": true},
+            "engine": {"type": "megatron", "distributed_optimizer": true},
+            "hardware": {"num_gpus": gpus}
+        }))
+    };
+    let e = run(64, 2);
+    assert_eq!(c(&e, "optimizer_step", "weights"), 12_881_240_064);
+    // master weights: dense over DP 32, experts over the expert-data-parallel group
+    // (parallel_state.py: TP x CP x DP = ETP x EP x EDP -> EDP = 2 x 32 / 8 = 8):
+    // 4 B x (803 475 456 / 32 + 5 637 144 576 / 8) = 2 919 006 720
+    assert_eq!(c(&e, "optimizer_step", "master_weights"), 2_919_006_720);
+    // expert parallelism larger than data parallelism folds into the TP ranks: 16 GPUs as
+    // TP 8 x DP 2 with EP 8 (ETP 1) is a valid Megatron-Core layout (EDP = 8 x 2 / 8 = 2)
+    let f = run(16, 8);
+    assert!(f.peak_allocated_bytes > 0);
+    // a layout whose expert ranks do not fold is refused, naming the field
+    let bad = calc_core::Config::from_value(json!({
+        "model": {"preset": "mixtral-8x7b-v0.1"},
+        "parallelism": {"tensor_parallel_size": 2, "expert_parallel_size": 8,
+                        "expert_tensor_parallel_size": 4},
+        "engine": {"type": "megatron"},
+        "hardware": {"num_gpus": 8}
+    }))
+    .unwrap();
+    let errs = calc_core::estimate(&bad).unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.field == "parallelism.expert_parallel_size"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn megatron_trains_deepseek_v3_mtp_on_the_last_stage() {
+    // DeepSeek-V3's config.json has num_nextn_predict_layers 1; Megatron-Core trains the MTP
+    // module on the last stage (multi_token_prediction.py): a decoder layer of the next
+    // layer's kind (MoE), eh_proj 2h x h, enorm / hnorm / final layernorm, and the
+    // embedding the last stage does not otherwise hold. h = 7168, TP 1, EP 64:
+    // MLA attention 7168 x 1536 + 1536 + 1536 x 24576 + 7168 x 576 + 512 + 512 x 32768
+    // + 16384 x 7168 = 187 107 328; MoE router 256 x 7168, shared expert 3 x 7168 x 2048,
+    // 256 / 64 = 4 routed experts 4 x 3 x 7168 x 2048, 2 norms: 222 050 304;
+    // eh_proj 102 760 448, 3 norms 21 504; embedding 129 280 x 7168 = 926 679 040.
+    // Together 1 438 618 624 more parameters on the last stage.
+    let run = |mtp: u64| {
+        est(json!({
+            "model": {"preset": "deepseek-v3", "num_nextn_predict_layers": mtp},
+            "training": {"seq_len": 4096, "gradient_accumulation_steps": 16, "activation_checkpointing": "full"},
+            "parallelism": {"pipeline_parallel_size": 16, "expert_parallel_size": 64,
+                            "first_pipeline_stage_layers": 4, "last_pipeline_stage_layers": 1},
+            "engine": {"type": "megatron", "distributed_optimizer": true},
+            "hardware": {"num_gpus": 1024}
+        }))
+    };
+    let last = |e: &Estimate| e.stages.last().unwrap().params_on_gpu;
+    assert_eq!(last(&run(1)) - last(&run(0)), 1_438_618_624);
+    // transformers drops the MTP layers: other engines leave them out
+    let fsdp = |mtp: u64| {
+        est(json!({
+            "model": {"preset": "deepseek-v3", "num_nextn_predict_layers": mtp},
+            "training": {"seq_len": 4096, "activation_checkpointing": "full"},
+            "engine": {"type": "fsdp"},
+            "hardware": {"num_gpus": 256}
+        }))
+    };
+    assert_eq!(fsdp(1).peak_allocated_bytes, fsdp(0).peak_allocated_bytes);
+}
+
 // ---------------------------------------------------------------------------- ZeRO
 
 fn zero(engine: Value, extra_training: Value) -> Estimate {

@@ -126,8 +126,13 @@ test('engine switch shows only the fields that apply', async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const { page, errors } = await openPage(context);
   await page.selectOption('#engine-type', '"fsdp"');
-  await page.locator('#engine-sharding_strategy').waitFor({ state: 'visible' });
+  // FSDP2 by default: its options, not FSDP1's; FSDP1's once fsdp_version says 1
+  await page.locator('#engine-reshard_after_forward').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#engine-sharding_strategy').isVisible(), false);
   assert.equal(await page.locator('#engine-zero_stage').isVisible(), false);
+  await page.selectOption('#engine-fsdp_version', '1');
+  await page.locator('#engine-sharding_strategy').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#engine-reshard_after_forward').isVisible(), false);
   await page.selectOption('#engine-type', '"deepspeed"');
   await page.locator('#engine-zero_stage').waitFor({ state: 'visible' });
   assert.equal(await page.locator('#engine-sharding_strategy').isVisible(), false);
@@ -139,7 +144,10 @@ test('engine switch shows only the fields that apply', async () => {
   assert.equal(await page.locator('#export-ds').isVisible(), false);
   await page.selectOption('#engine-type', '"fsdp"');
   await page.locator('#training-optimizer_impl').waitFor({ state: 'visible' });
-  assert.equal(await page.locator('#parallelism-sequence_parallel').isVisible(), false);
+  // FSDP2 runs torchtitan's layouts: sequence parallelism and HSDP replicas, but no
+  // expert tensor-parallel size of its own (Megatron-Core's)
+  await page.locator('#parallelism-data_parallel_replicate_size').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#parallelism-expert_tensor_parallel_size').isVisible(), false);
   await page.selectOption('#engine-type', '"megatron_deepspeed"');
   await page.locator('#export-ds').waitFor({ state: 'visible' });
   await page.locator('#engine-reduce_bucket_size').waitFor({ state: 'attached' });

@@ -40,7 +40,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Estimate per-GPU memory for a config file (schema 1 or the seed format).
+    /// Estimate per-GPU memory for a config file (schema 2; schema 1 and the seed format are migrated).
     Calculate {
         /// The config JSON file.
         #[arg(long)]

@@ -22,7 +22,7 @@
 //! cuBLAS workspace, NCCL buffers, allocator reserve) are added by [`crate::report`].
 
 use crate::activations::{self, ActCtx, ModelCode};
-use crate::config::{Attention, Lora, Mode, Precision, Recompute, WeightFormat};
+use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, Recompute, WeightFormat};
 use crate::engines::{EngineModel, States};
 use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
@@ -305,6 +305,9 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
 struct ActivationResult {
     /// Every saved activation of every in-flight micro-batch.
     total: Term,
+    /// When every forward runs before the first backward: the activations still saved
+    /// once the first micro-batch (model chunk) has run its backward.
+    after_first_backward: Term,
     /// Extra bytes while a layer runs its backward (see `activations::backward_transient`).
     transient: Expr,
     /// Extra bytes while a layer runs its forward (see `activations::forward_transient`).
@@ -413,13 +416,34 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     let per = Expr::sum(parts);
     let (num, den) = st.inflight;
     let total = if num == den {
-        per
+        per.clone()
     } else if den == 1 {
-        per.label("") * n(num, "in-flight micro-batches")
+        per.clone().label("") * n(num, "in-flight micro-batches")
     } else {
-        (per.label("") * n(num, "").over(n(den, "")).label("in-flight micro-batches")).floor()
+        (per.clone().label("") * n(num, "").over(n(den, "")).label("in-flight micro-batches"))
+            .floor()
     };
+    // after the first backward of a schedule that ran every forward first: the other
+    // in-flight micro-batches (model chunks) still saved
+    let rest = if den == 1 {
+        per * n(num.saturating_sub(1), "other in-flight micro-batches")
+    } else {
+        (per * n(num.saturating_sub(1), "")
+            .over(n(den, ""))
+            .label("other in-flight micro-batches"))
+        .floor()
+    };
+    let (total, rest) = match pipeline_sends(r, st, c) {
+        Some(sends) => (total + sends.clone(), rest + sends),
+        None => (total, rest),
+    };
+    let (total, rest) = match pipeline_losses(r, st, c) {
+        Some((all, after)) => (total + all, rest + after),
+        None => (total, rest),
+    };
+    let source = "tensors saved for backward per layer: Korthikanti et al. 2022 Table 2 (Megatron), transformers module internals (core/src/activations.rs layer_saved); in-flight micro-batches: Narayanan et al. 2021 Sec. 2.2";
     ActivationResult {
+        after_first_backward: Term::new(rest, source),
         total: Term::new(
             total,
             "tensors saved for backward per layer: Korthikanti et al. 2022 Table 2 (Megatron), transformers module internals (core/src/activations.rs layer_saved); in-flight micro-batches: Narayanan et al. 2021 Sec. 2.2",
@@ -428,6 +452,76 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         forward_transient: activations::max_bytes(forward),
         layer_saved: activations::max_bytes(saved),
     }
+}
+
+/// Stage-boundary tensors (`micro-batch x sequence x hidden`, residual dtype) that
+/// torch.distributed.pipelining keeps referenced by pending sends (torch 2.15
+/// `pipelining/schedules.py`): GPipe waits for its backward sends (the input gradients sent
+/// to the previous stage) only after the last micro-batch (`bwd_sends_to_wait`), so every
+/// stage but the first holds `ga - 1` of them at its last backward; the interleaved runtime
+/// (`_add_send_waits`) waits for a backward send only at the end of the step, so a rank
+/// holds one per micro-batch of each model chunk that is not the first virtual stage, less
+/// the one being computed. 1F1B waits for each send before the next one. Megatron's p2p
+/// communication waits for its sends at once.
+fn pipeline_sends(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<Expr> {
+    let l = &r.layout;
+    let pp = l.pipeline_parallel_size;
+    if pp == 1 || r.model_code == ModelCode::Megatron {
+        return None;
+    }
+    let ga = r.config.training.gradient_accumulation_steps;
+    let vpp = l.virtual_pipeline_parallel_size.max(1);
+    let held = match l.pipeline_schedule {
+        PipelineSchedule::Gpipe if st.index > 0 => ga - 1,
+        PipelineSchedule::Interleaved1F1B => {
+            let chunks = if st.index == 0 { vpp - 1 } else { vpp };
+            (chunks * ga).saturating_sub(1)
+        }
+        _ => 0,
+    };
+    if held == 0 {
+        return None;
+    }
+    let sp = if c.sp { c.tp } else { 1 };
+    Some(
+        n(held, "input gradients awaiting their pipeline sends")
+            * (n(c.b * c.s, "tokens") * n(r.arch.hidden_size, "hidden") * bytes(c.residual))
+                .div_floor(n(sp, "sequence-parallel ranks"))
+                .label(""),
+    )
+}
+
+/// The loss tensors of the last stage's other in-flight micro-batches: a pipeline schedule
+/// computes each micro-batch's loss right after its forward (torch.distributed.pipelining
+/// `_maybe_compute_loss`), so until that micro-batch's backward the stage keeps its output
+/// logits (`_forward_chunk_states`, detached only after backward) and the cross-entropy's
+/// saved fp32 log-softmax. The micro-batch in backward is counted by the loss terms.
+/// Returns (every other in-flight one, those after the first backward). Megatron computes
+/// the loss the same way but in vocab-parallel fp32 (not modelled here).
+fn pipeline_losses(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<(Expr, Expr)> {
+    let l = &r.layout;
+    if l.pipeline_parallel_size == 1 || !st.has_head || r.model_code == ModelCode::Megatron {
+        return None;
+    }
+    let (num, den) = st.inflight;
+    let micro_batches = num / den; // in-flight micro-batches of the head's model chunk
+    if micro_batches < 2 {
+        return None;
+    }
+    let one = || {
+        n(c.b * c.s, "tokens")
+            * n(r.arch.vocab_size.div_ceil(c.tp), "vocab")
+            * (bytes(c.act) + bytes(4)).label("")
+    };
+    let all = n(
+        micro_batches - 1,
+        "other in-flight micro-batches' logits and log-softmax",
+    ) * one().label("");
+    let after = n(
+        micro_batches - 2,
+        "other in-flight micro-batches' logits and log-softmax",
+    ) * one().label("");
+    Some((all, after))
 }
 
 /// The moments of backward the model evaluates; the phase is the largest.
@@ -544,6 +638,19 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     };
     // forward: the larger of the loss computation at the end and a layer's own working
     // set while it runs (eager attention scores, the MLP under full recomputation)
+    // gradients accumulated unsharded over micro-batches (FSDP2 under pipeline
+    // parallelism) exist once the stage has run a backward; when its schedule runs every
+    // forward before the first backward (GPipe, or a warm-up covering all micro-batches)
+    // the forwards and the first backward's start see none, only the end of backward
+    let (inflight, per_mb) = st.inflight;
+    let forwards_first = inflight >= r.config.training.gradient_accumulation_steps * per_mb;
+    let accumulated_before = |g: &crate::engines::GatherMoments| -> Term {
+        if forwards_first {
+            Term::zero()
+        } else {
+            g.accumulated.clone()
+        }
+    };
     let mut fwd = Phase::new(PhaseName::Forward);
     common(&mut fwd);
     if act.forward_transient.bytes() > loss.forward.bytes() {
@@ -562,7 +669,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         .set(
             Component::GatheredParameters,
             match &s.gather_moments {
-                Some(g) => g.forward_end.clone(),
+                Some(g) => g.forward_end.clone() + accumulated_before(g),
                 None => s.gathered.clone(),
             },
         )
@@ -572,9 +679,10 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         // the first layer's all-gather, before any activation is kept
         let mut start = Phase::new(PhaseName::Forward);
         common(&mut start);
-        start
-            .set(Component::Gradients, grads_fwd.clone())
-            .set(Component::GatheredParameters, g.forward_start.clone());
+        start.set(Component::Gradients, grads_fwd.clone()).set(
+            Component::GatheredParameters,
+            g.forward_start.clone() + accumulated_before(g),
+        );
         if start.allocated() > fwd.allocated() {
             fwd = start;
         }
@@ -615,139 +723,183 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         )
     };
     let transient_source = "core/src/activations.rs backward_transient: one layer's gradient intermediates (and under full recomputation its recomputed activations)";
-    // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
-    let gathered_at = |m: Moment| -> Term {
-        match (&s.gather_moments, m) {
-            (Some(g), Moment::Loss) => g.backward_start.clone(),
-            (Some(g), Moment::Regather) => g.regather.clone().unwrap_or_else(Term::zero),
-            (None, Moment::Regather) => Term::zero(),
-            (Some(g), Moment::LastLayer) => g.layer_backward.clone(),
-            (Some(g), Moment::End | Moment::Epilogue) => g.backward_end.clone(),
-            (None, _) => s.gathered.clone() + s.gathered_grads.clone(),
-        }
-    };
-    let tied_extra = if s.gather_moments.is_some() {
-        Term::zero()
+    // the scenarios of backward: every in-flight micro-batch's activations with the
+    // gradients accumulated so far; when every forward precedes the first backward, that
+    // first backward (no accumulated gradient yet) and the ones after it (every gradient
+    // written, the other micro-batches' activations still saved)
+    let accumulates = s
+        .gather_moments
+        .as_ref()
+        .is_some_and(|g| !g.accumulated.is_zero());
+    let scenarios: Vec<(Term, bool)> = if forwards_first && accumulates {
+        vec![
+            (act.total.clone(), false),
+            (act.after_first_backward.clone(), true),
+        ]
     } else {
-        tied_extra
+        vec![(act.total.clone(), true)]
     };
-    let moments = [
-        (
-            Moment::Regather,
-            match s.gather_moments.as_ref().and_then(|g| g.regather.as_ref()) {
-                Some(t) => {
-                    act.total.bytes()
-                        + autocast_backward.bytes()
-                        + grads_fwd.bytes()
-                        + loss.kept.bytes()
-                        + t.bytes()
-                }
-                None => 0,
-            },
-        ),
-        (
-            Moment::Loss,
-            act.total.bytes()
-                + autocast_backward.bytes()
-                + grads_fwd.bytes()
-                + loss.backward.bytes()
-                + gathered_at(Moment::Loss).bytes(),
-        ),
-        (
-            Moment::LastLayer,
-            act.total.bytes()
-                + autocast_backward.bytes()
-                + grads_last_layer.bytes()
-                + loss.kept.bytes()
-                + act.transient.bytes()
-                + s.backward_buffers.bytes()
-                + gathered_at(Moment::LastLayer).bytes(),
-        ),
-        (
-            Moment::End,
-            s.gradients.bytes()
-                + tied_extra.bytes()
-                + loss.kept.bytes()
-                + act.transient.bytes()
-                + act.layer_saved.bytes()
-                + s.backward_buffers.bytes()
-                + gathered_at(Moment::End).bytes(),
-        ),
-        (
-            Moment::Epilogue,
-            if s.end_of_backward.is_zero() {
-                0
+    let mut best: Option<Phase> = None;
+    for (act_total, acc_on) in scenarios {
+        let acc_at = |g: &crate::engines::GatherMoments| -> Term {
+            if acc_on {
+                g.accumulated.clone()
             } else {
-                s.gradients.bytes()
+                Term::zero()
+            }
+        };
+        // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
+        let gathered_at = |m: Moment| -> Term {
+            match (&s.gather_moments, m) {
+                (Some(g), Moment::Loss) => g.backward_start.clone() + acc_at(g),
+                (Some(g), Moment::Regather) => {
+                    g.regather.clone().unwrap_or_else(Term::zero) + acc_at(g)
+                }
+                (None, Moment::Regather) => Term::zero(),
+                (Some(g), Moment::LastLayer) => g.layer_backward.clone() + acc_at(g),
+                (Some(g), Moment::End | Moment::Epilogue) => {
+                    g.backward_end.clone() + g.accumulated.clone()
+                }
+                (None, _) => s.gathered.clone() + s.gathered_grads.clone(),
+            }
+        };
+        let tied_extra = if s.gather_moments.is_some() {
+            Term::zero()
+        } else {
+            tied_extra.clone()
+        };
+        // accumulated unsharded (pipeline micro-batches without gradient sync): no sharded
+        // gradient exists until the final reduce-scatter frees the unsharded ones
+        let end_grads = if s.unsharded_accumulation {
+            Term::zero()
+        } else {
+            s.gradients.clone()
+        };
+        let moments = [
+            (
+                Moment::Regather,
+                match s.gather_moments.as_ref().and_then(|g| g.regather.as_ref()) {
+                    Some(t) => {
+                        act_total.bytes()
+                            + autocast_backward.bytes()
+                            + grads_fwd.bytes()
+                            + loss.kept.bytes()
+                            + t.bytes()
+                    }
+                    None => 0,
+                },
+            ),
+            (
+                Moment::Loss,
+                act_total.bytes()
+                    + autocast_backward.bytes()
+                    + grads_fwd.bytes()
+                    + loss.backward.bytes()
+                    + gathered_at(Moment::Loss).bytes(),
+            ),
+            (
+                Moment::LastLayer,
+                act_total.bytes()
+                    + autocast_backward.bytes()
+                    + grads_last_layer.bytes()
                     + loss.kept.bytes()
+                    + act.transient.bytes()
                     + s.backward_buffers.bytes()
-                    + s.end_of_backward.bytes()
-                    + gathered_at(Moment::Epilogue).bytes()
-            },
-        ),
-    ];
-    // the last of the largest (as `Iterator::max_by_key`)
-    let moment = moments
-        .iter()
-        .fold(moments[0], |best, m| if m.1 >= best.1 { *m } else { best })
-        .0;
-    let mut bwd = Phase::new(PhaseName::Backward);
-    common(&mut bwd);
-    match moment {
-        Moment::Regather => {
-            bwd.set(Component::Gradients, grads_fwd)
-                .set(Component::Logits, loss.kept)
-                .set(Component::Activations, act.total.clone())
-                .set(Component::AutocastWeightCopies, autocast_backward);
+                    + gathered_at(Moment::LastLayer).bytes(),
+            ),
+            (
+                Moment::End,
+                end_grads.bytes()
+                    + tied_extra.bytes()
+                    + loss.kept.bytes()
+                    + act.transient.bytes()
+                    + act.layer_saved.bytes()
+                    + s.backward_buffers.bytes()
+                    + gathered_at(Moment::End).bytes(),
+            ),
+            (
+                Moment::Epilogue,
+                if s.end_of_backward.is_zero() {
+                    0
+                } else {
+                    s.gradients.bytes()
+                        + loss.kept.bytes()
+                        + s.backward_buffers.bytes()
+                        + s.end_of_backward.bytes()
+                        + gathered_at(Moment::Epilogue).bytes()
+                },
+            ),
+        ];
+        // the last of the largest (as `Iterator::max_by_key`)
+        let moment = moments
+            .iter()
+            .fold(moments[0], |best, m| if m.1 >= best.1 { *m } else { best })
+            .0;
+        let mut bwd = Phase::new(PhaseName::Backward);
+        common(&mut bwd);
+        match moment {
+            Moment::Regather => {
+                bwd.set(Component::Gradients, grads_fwd.clone())
+                    .set(Component::Logits, loss.kept.clone())
+                    .set(Component::Activations, act_total.clone())
+                    .set(Component::AutocastWeightCopies, autocast_backward.clone());
+            }
+            Moment::Loss => {
+                bwd.set(Component::Gradients, grads_fwd.clone())
+                    .set(Component::Logits, loss.backward.clone())
+                    .set(Component::Activations, act_total.clone())
+                    .set(Component::AutocastWeightCopies, autocast_backward.clone());
+            }
+            Moment::LastLayer => {
+                bwd.set(Component::Gradients, grads_last_layer.clone())
+                    .set(Component::Logits, loss.kept.clone())
+                    .set(Component::Activations, act_total.clone())
+                    .set(Component::AutocastWeightCopies, autocast_backward.clone())
+                    .set(
+                        Component::BackwardTemporaries,
+                        Term::new(
+                            act.transient.clone(),
+                            format!("the last layer's backward: {transient_source}"),
+                        ),
+                    );
+            }
+            Moment::End => {
+                bwd.set(Component::Gradients, end_grads.clone() + tied_extra.clone())
+                    .set(Component::Logits, loss.kept.clone())
+                    .set(
+                        Component::BackwardTemporaries,
+                        Term::new(
+                            act.transient.clone() + act.layer_saved.clone(),
+                            format!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
+                        ),
+                    );
+            }
+            Moment::Epilogue => {
+                bwd.set(Component::Gradients, s.gradients.clone())
+                    .set(Component::Logits, loss.kept.clone());
+            }
         }
-        Moment::Loss => {
-            bwd.set(Component::Gradients, grads_fwd)
-                .set(Component::Logits, loss.backward)
-                .set(Component::Activations, act.total.clone())
-                .set(Component::AutocastWeightCopies, autocast_backward);
-        }
-        Moment::LastLayer => {
-            bwd.set(Component::Gradients, grads_last_layer)
-                .set(Component::Logits, loss.kept)
-                .set(Component::Activations, act.total.clone())
-                .set(Component::AutocastWeightCopies, autocast_backward)
-                .set(
-                    Component::BackwardTemporaries,
-                    Term::new(
-                        act.transient,
-                        format!("the last layer's backward: {transient_source}"),
-                    ),
-                );
-        }
-        Moment::End => {
-            bwd.set(Component::Gradients, s.gradients.clone() + tied_extra)
-                .set(Component::Logits, loss.kept)
-                .set(
-                    Component::BackwardTemporaries,
-                    Term::new(
-                        act.transient + act.layer_saved,
-                        format!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
-                    ),
-                );
-        }
-        Moment::Epilogue => {
-            bwd.set(Component::Gradients, s.gradients.clone())
-                .set(Component::Logits, loss.kept);
+        bwd.set(Component::GatheredParameters, gathered_at(moment))
+            .set(
+                Component::CommunicationBuffers,
+                match moment {
+                    // the buckets are allocated by the first gradient's hook
+                    Moment::Loss | Moment::Regather => s.comm.clone(),
+                    Moment::LastLayer | Moment::End => s.comm.clone() + s.backward_buffers.clone(),
+                    Moment::Epilogue => {
+                        s.comm.clone() + s.backward_buffers.clone() + s.end_of_backward.clone()
+                    }
+                },
+            )
+            .set(Component::DequantizationBuffers, dequant.clone());
+        if best
+            .as_ref()
+            .is_none_or(|b| bwd.allocated() > b.allocated())
+        {
+            best = Some(bwd);
         }
     }
-    bwd.set(Component::GatheredParameters, gathered_at(moment))
-        .set(
-            Component::CommunicationBuffers,
-            match moment {
-                // the buckets are allocated by the first gradient's hook
-                Moment::Loss | Moment::Regather => s.comm.clone(),
-                Moment::LastLayer | Moment::End => s.comm.clone() + s.backward_buffers.clone(),
-                Moment::Epilogue => {
-                    s.comm.clone() + s.backward_buffers.clone() + s.end_of_backward.clone()
-                }
-            },
-        )
-        .set(Component::DequantizationBuffers, dequant);
+    let bwd = best.unwrap_or_else(|| Phase::new(PhaseName::Backward));
 
     let mut step = Phase::new(PhaseName::OptimizerStep);
     common(&mut step);

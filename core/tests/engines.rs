@@ -167,6 +167,33 @@ fn fsdp2_pipeline_stages_accumulate_unsharded_gradients() {
 }
 
 #[test]
+fn pipeline_schedules_keep_sends_and_losses_of_in_flight_micro_batches() {
+    // Llama-3.2-1B, PP 2 x DP 4, 4 micro-batches of 1 x 1024 tokens, FSDP2 (AMP bf16 ->
+    // param_dtype bf16: activations and the residual stream in 2 B). On the last stage
+    // 1F1B holds one micro-batch; GPipe holds all four, and torch.distributed.pipelining
+    // also keeps (schedules.py ScheduleGPipe: backward sends waited after the last
+    // micro-batch; _maybe_compute_loss right after each forward):
+    // * 3 input gradients awaiting their sends: 3 x 1024 x 2048 x 2 B = 12 582 912
+    // * 3 other micro-batches' logits (bf16) and fp32 log-softmax:
+    //   3 x 1024 x 128 256 x (2 + 4) B = 2 364 014 592
+    let run = |schedule: &str| {
+        est(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"seq_len": 1024, "gradient_accumulation_steps": 4},
+            "parallelism": {"pipeline_parallel_size": 2, "pipeline_schedule": schedule},
+            "engine": {"type": "fsdp"},
+            "hardware": {"num_gpus": 8}
+        }))
+    };
+    let (gpipe, one) = (run("gpipe"), run("1f1b"));
+    let per = c(&one, "forward", "activations");
+    assert_eq!(
+        c(&gpipe, "forward", "activations"),
+        4 * per + 12_582_912 + 2_364_014_592
+    );
+}
+
+#[test]
 fn megatron_moe_parallel_folding() {
     // Mixtral-8x7B on 64 GPUs, TP 2 (SP), EP 8, expert TP 1, distributed optimizer.
     // Dense per GPU (TP 2): per layer q 8 388 608, k and v 2 097 152 each, o 8 388 608,

@@ -151,34 +151,34 @@ impl FsdpOptions {
             r.arch.vocab_size.div_ceil(l.tensor_parallel_size),
             r.arch.hidden_size,
         );
-        let head = if p.root > 0
-            && p.tensors
-                .iter()
-                .any(|t| t.layer.is_none() && t.rows == head_rows && t.row_elems == head_cols)
-        {
+        // the output layer is on this stage (an untied head, or the embedding serving as
+        // one); a first pipeline stage's embedding has the same shape but no such gradient
+        // at the loss
+        let head = if p.root > 0 && (p.root_linear > 0 || p.tied_head > 0) {
             head_rows * head_cols
         } else {
             0
         };
         let src = "torch fully_shard (_fsdp_param_group.py, _fsdp_collectives.py): unsharded parameters and all-gather buffers in param_dtype, reduce-scatter inputs in reduce_dtype, all padded to the shard group";
         // gradients accumulated unsharded over micro-batches (pipeline parallelism)
-        let acc = || {
-            if self.no_sync(r) {
+        let accumulated = if self.no_sync(r) {
+            Term::new(
                 bytes(reduce)
                     * n(
                         p.total(),
                         "unsharded gradients accumulated over micro-batches",
-                    )
-            } else {
-                Expr::zero()
-            }
+                    ),
+                "torch.distributed.pipelining stage.py backward_maybe_with_nosync: set_requires_gradient_sync(False); FSDP2 accumulates the unsharded gradients in reduce_dtype (_fsdp_param.py unsharded_accumulated_grad)",
+            )
+        } else {
+            Term::zero()
         };
         let forward_start = Term::new(
-            pb() * (root_n() + root_n() + layer_n("params of the first layer padded")) + acc(),
+            pb() * (root_n() + root_n() + layer_n("params of the first layer padded")),
             src,
         );
         let forward_end = Term::new(
-            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather padded")) + acc(),
+            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather padded")),
             src,
         );
         // backward starts in the root's pre-backward: unshard (all-gather again if it was
@@ -187,8 +187,7 @@ impl FsdpOptions {
         let backward_start = Term::new(
             pb() * (root_n()
                 + kept_n()
-                + layer_n("params of the prefetched layer's all-gather padded"))
-                + acc(),
+                + layer_n("params of the prefetched layer's all-gather padded")),
             src,
         );
         let regather = root_post_forward.map(|k| {
@@ -196,20 +195,31 @@ impl FsdpOptions {
                 pb() * (root_n()
                     + root_n()
                     + n(root.div_ceil(k), "root params kept sharded after forward")
-                    + kept_n())
-                    + acc(),
+                    + kept_n()),
                 src,
             )
         });
-        let prefetched = if kept >= layers { 0 } else { layer };
+        // without resharding after forward every layer is still unsharded (kept): nothing
+        // is all-gathered or prefetched in backward
+        let (running, prefetched) = if kept >= layers {
+            (0, 0)
+        } else {
+            (layer, layer)
+        };
+        // without gradient sync (pipeline micro-batches but the last) nothing is
+        // reduce-scattered: the gradients accumulate unsharded (`accumulated`)
+        let scattered = if self.no_sync(r) { 0 } else { layer };
         let layer_backward = Term::new(
             pb() * (root_n()
                 + n(head, "output layer gradient")
-                + layer_n("params of the layer padded")
+                + n(running, "params of the layer padded")
                 + n(prefetched, "params of the prefetched layer padded")
                 + kept_n())
-                + bytes(reduce) * layer_n("reduce-scatter input of the previous layer padded")
-                + acc(),
+                + bytes(reduce)
+                    * n(
+                        scattered,
+                        "reduce-scatter input of the previous layer padded",
+                    ),
             src,
         );
         // the root reduce-scatters last: its unsharded gradients and reduce-scatter input
@@ -219,12 +229,32 @@ impl FsdpOptions {
         } else {
             0 // an earlier micro-batch's sharded gradient exists already
         };
-        let backward_end = Term::new(
-            (pb() * root_n() + bytes(reduce) * n(root, "root reduce-scatter input padded")).minus(
-                bytes(r.bytes.grad) * n(root_shard, "root sharded gradient not yet reduced"),
-            ) + acc(),
-            src,
-        );
+        let backward_end = if self.no_sync(r) {
+            // torch.distributed.pipelining (stage.py backward_maybe_with_nosync): every
+            // micro-batch runs with set_reshard_after_backward(False) and without gradient
+            // sync; after the last one the stage's gradients are reduce-scattered unit by
+            // unit (finalize_backward): every parameter and accumulated gradient still
+            // unsharded, plus one unit's reduce-scatter input (the sharded gradients are
+            // created as the unsharded ones are freed)
+            Term::new(
+                pb() * (root_n() + kept_n())
+                    + bytes(reduce)
+                        * n(
+                            root.max(layer),
+                            "reduce-scatter input of the largest unit padded",
+                        ),
+                src,
+            )
+        } else {
+            Term::new(
+                (pb() * root_n() + bytes(reduce) * n(root, "root reduce-scatter input padded"))
+                    .minus(
+                        bytes(r.bytes.grad)
+                            * n(root_shard, "root sharded gradient not yet reduced"),
+                    ),
+                src,
+            )
+        };
         GatherMoments {
             forward_start,
             forward_end,
@@ -232,6 +262,7 @@ impl FsdpOptions {
             regather,
             layer_backward,
             backward_end,
+            accumulated,
         }
     }
 

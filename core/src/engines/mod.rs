@@ -41,6 +41,9 @@ pub(crate) struct GatherMoments {
     pub layer_backward: Term,
     /// The end of backward (the root unit's reduce-scatter).
     pub backward_end: Term,
+    /// Gradients accumulated unsharded over earlier micro-batches (pipeline parallelism
+    /// without gradient sync), alive at every moment once the first backward has run.
+    pub accumulated: Term,
 }
 
 /// Model-state and buffer memory of one GPU, as an engine keeps it.

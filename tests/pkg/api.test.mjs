@@ -80,7 +80,7 @@ test('presets, solvers, versions', () => {
   assert.ok(api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value } }).fits);
   assert.ok(!api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value + 1 } }).fits);
   assert.equal(api.gpuFits(cfg).length, p.gpus.length);
-  assert.equal(api.schemaVersion(), 1);
+  assert.equal(api.schemaVersion(), 2);
   assert.equal(pkgJson.gpuMemCalc.schemaVersion, api.schemaVersion());
   assert.equal(api.version(), pkgJson.version);
 });

@@ -79,7 +79,22 @@ def make_optimizer(params, name: str, impl: str):
     if name == "adafactor":
         from transformers.optimization import Adafactor
         return Adafactor(params, lr=1e-3, relative_step=False, scale_parameter=False, warmup_init=False)
+    if name == "torch_adafactor":
+        kw.pop("fused", None)
+        return torch.optim.Adafactor(params, lr=1e-3, **kw)
     raise ValueError(f"optimizer {name} is not probed")
+
+
+class ScalarFakeMode(FakeTensorMode):
+    """FakeTensorMode that answers a read of a tensor's value (`.item()`) with 1 (False for
+    booleans): torch.optim.Adafactor reads each update's norm to scale its step size, a value
+    that does not change what is allocated; a fake tensor has no value to read."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            t = args[0]
+            return False if t.dtype == torch.bool else (1.0 if t.is_floating_point() else 1)
+        return super().__torch_dispatch__(func, types, args, kwargs)
 
 
 class GlobalMemTracker(MemTracker):
@@ -295,7 +310,7 @@ def probe(cfg: dict, device: str) -> dict:
     if device == "fake":
         cuda_semantics.answer_data_checks_as_real()
         cuda_semantics.efficient_sdpa_for_unequal_head_dims()
-    fake = FakeTensorMode() if device == "fake" else contextlib.nullcontext()
+    fake = ScalarFakeMode() if device == "fake" else contextlib.nullcontext()
     with fake:
         torch.manual_seed(0)
         result = run_inference(cfg, model_cfg, device) if mode == "inference" else run_training(cfg, model_cfg, device)

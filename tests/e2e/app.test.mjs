@@ -101,7 +101,7 @@ test('loads, computes, validates live, exports, copies and restores after reload
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
   assert.equal(dl.suggestedFilename(), 'gpu-mem-calc-config.json');
   const exported = JSON.parse(readFileSync(await dl.path(), 'utf8'));
-  assert.equal(exported.schema_version, 1);
+  assert.equal(exported.schema_version, 2);
   assert.equal(exported.model.preset, 'llama-2-70b');
   assert.equal(exported.training.micro_batch_size, 2);
 

@@ -644,11 +644,11 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // the forwards and the first backward's start see none, only the end of backward
     let (inflight, per_mb) = st.inflight;
     let forwards_first = inflight >= r.config.training.gradient_accumulation_steps * per_mb;
-    let accumulated_before = |g: &crate::engines::GatherMoments| -> Term {
-        if forwards_first {
-            Term::zero()
-        } else {
+    let accumulated_if = |g: &crate::engines::GatherMoments, alive: bool| -> Term {
+        if alive {
             g.accumulated.clone()
+        } else {
+            Term::zero()
         }
     };
     let mut fwd = Phase::new(PhaseName::Forward);
@@ -669,7 +669,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         .set(
             Component::GatheredParameters,
             match &s.gather_moments {
-                Some(g) => g.forward_end.clone() + accumulated_before(g),
+                Some(g) => g.forward_end.clone() + accumulated_if(g, !forwards_first),
                 None => s.gathered.clone(),
             },
         )
@@ -681,7 +681,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         common(&mut start);
         start.set(Component::Gradients, grads_fwd.clone()).set(
             Component::GatheredParameters,
-            g.forward_start.clone() + accumulated_before(g),
+            g.forward_start.clone() + accumulated_if(g, !forwards_first),
         );
         if start.allocated() > fwd.allocated() {
             fwd = start;
@@ -739,41 +739,36 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     } else {
         vec![(act.total.clone(), true)]
     };
+    let tied_extra = if s.gather_moments.is_some() {
+        Term::zero()
+    } else {
+        tied_extra
+    };
+    // accumulated unsharded (pipeline micro-batches without gradient sync): no sharded
+    // gradient exists until the final reduce-scatter frees the unsharded ones
+    let end_grads = if s.unsharded_accumulation {
+        Term::zero()
+    } else {
+        s.gradients.clone()
+    };
     let mut best: Option<Phase> = None;
     for (act_total, acc_on) in scenarios {
-        let acc_at = |g: &crate::engines::GatherMoments| -> Term {
-            if acc_on {
-                g.accumulated.clone()
-            } else {
-                Term::zero()
-            }
-        };
         // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
         let gathered_at = |m: Moment| -> Term {
             match (&s.gather_moments, m) {
-                (Some(g), Moment::Loss) => g.backward_start.clone() + acc_at(g),
+                (Some(g), Moment::Loss) => g.backward_start.clone() + accumulated_if(g, acc_on),
                 (Some(g), Moment::Regather) => {
-                    g.regather.clone().unwrap_or_else(Term::zero) + acc_at(g)
+                    g.regather.clone().unwrap_or_else(Term::zero) + accumulated_if(g, acc_on)
                 }
                 (None, Moment::Regather) => Term::zero(),
-                (Some(g), Moment::LastLayer) => g.layer_backward.clone() + acc_at(g),
+                (Some(g), Moment::LastLayer) => {
+                    g.layer_backward.clone() + accumulated_if(g, acc_on)
+                }
                 (Some(g), Moment::End | Moment::Epilogue) => {
                     g.backward_end.clone() + g.accumulated.clone()
                 }
                 (None, _) => s.gathered.clone() + s.gathered_grads.clone(),
             }
-        };
-        let tied_extra = if s.gather_moments.is_some() {
-            Term::zero()
-        } else {
-            tied_extra.clone()
-        };
-        // accumulated unsharded (pipeline micro-batches without gradient sync): no sharded
-        // gradient exists until the final reduce-scatter frees the unsharded ones
-        let end_grads = if s.unsharded_accumulation {
-            Term::zero()
-        } else {
-            s.gradients.clone()
         };
         let moments = [
             (

@@ -109,25 +109,7 @@ fn distributed(o: &mut String) {
             .collect();
         held.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
         let _ = writeln!(o, "\n### {engine}\n\n{what}.\n\nWorst held-out cases:\n");
-        for r in held.iter().take(4) {
-            let why = DIST_EXPLAINED
-                .iter()
-                .find(|(id, _)| *id == r.id)
-                .map(|(_, w)| *w)
-                .unwrap_or(if r.peak.error.abs() < 0.02 {
-                    "Below 2 %."
-                } else {
-                    "Not yet explained."
-                });
-            let _ = writeln!(
-                o,
-                "* `{}`: {:+.2} % ({:.3} GB measured, {:.3} GB estimated). {why}",
-                r.id,
-                r.peak.error * 100.0,
-                r.peak.measured as f64 / GB,
-                r.peak.estimated as f64 / GB
-            );
-        }
+        worst_cases(o, &held, 4, DIST_EXPLAINED, "Below 2 %.");
     }
     let _ = writeln!(
         o,
@@ -234,25 +216,13 @@ fn main() {
     let mut worst: Vec<&CaseResult> = res.iter().collect();
     worst.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
     let _ = writeln!(o, "\n## Worst cases\n");
-    for r in worst.iter().take(6) {
-        let why = EXPLAINED
-            .iter()
-            .find(|(id, _)| *id == r.id)
-            .map(|(_, w)| *w)
-            .unwrap_or(if r.peak.error.abs() < 0.02 {
-                "Not yet explained; below 2 %."
-            } else {
-                "Not yet explained."
-            });
-        let _ = writeln!(
-            o,
-            "* `{}`: {:+.2} % ({:.3} GB measured, {:.3} GB estimated). {why}",
-            r.id,
-            r.peak.error * 100.0,
-            r.peak.measured as f64 / GB,
-            r.peak.estimated as f64 / GB
-        );
-    }
+    worst_cases(
+        &mut o,
+        &worst,
+        6,
+        EXPLAINED,
+        "Not yet explained; below 2 %.",
+    );
 
     let mut worst_c: Vec<(&CaseResult, &calc_core::accuracy::Pair)> = res
         .iter()
@@ -352,4 +322,35 @@ fn main() {
         peak.median * 100.0,
         peak.p90 * 100.0
     );
+}
+
+/// The first `take` of `cases` (sorted worst first) as list items: error, measured and
+/// estimated peak (GB), and the explanation from `explained`, else `small` below 2 % or
+/// "Not yet explained.".
+fn worst_cases(
+    o: &mut String,
+    cases: &[&CaseResult],
+    take: usize,
+    explained: &[(&str, &str)],
+    small: &str,
+) {
+    for r in cases.iter().take(take) {
+        let why = explained
+            .iter()
+            .find(|(id, _)| *id == r.id)
+            .map(|(_, w)| *w)
+            .unwrap_or(if r.peak.error.abs() < 0.02 {
+                small
+            } else {
+                "Not yet explained."
+            });
+        let _ = writeln!(
+            o,
+            "* `{}`: {:+.2} % ({:.3} GB measured, {:.3} GB estimated). {why}",
+            r.id,
+            r.peak.error * 100.0,
+            r.peak.measured as f64 / GB,
+            r.peak.estimated as f64 / GB
+        );
+    }
 }

@@ -1,14 +1,38 @@
 #!/usr/bin/env python3
-"""Writes probe/grid.json: the configs of the reference suite (tests/reference/probe_records.jsonl).
+"""Writes probe/grid.json: the configs of the single-GPU reference suite
+(tests/reference/probe_records.jsonl).
 
-Spread over families (llama, mistral/GQA, qwen2, gpt2, phi, gemma2, MoE), precision regimes
-(fp32, pure bf16, AMP bf16), optimizers (adamw, sgd_momentum, adafactor), recomputation
-on/off, attention eager/sdpa, micro-batch and sequence length (512-8192), LoRA, inference.
+    python3 probe/grid.py            # writes probe/grid.json
+    python3 probe/probe.py --grid probe/grid.json --out tests/reference/probe_records.jsonl
+
+Two parts:
+* the hand-picked suite (T, L, I below: 77 configs over families, precision regimes,
+  optimizers, recomputation, attention, micro-batch and sequence length, LoRA, inference),
+  which the model was developed against (`split: "train"`);
+* a seeded random draw (`SEED`) over the supported option space: every family the probe
+  can build (dense MHA / GQA / MQA, MLA, MoE with and without shared experts, tied and
+  untied embeddings, 135M to 70B parameters), every precision regime (fp32, bf16, fp16,
+  amp_bf16, amp_fp16), optimizers (AdamW / Adam fused, foreach and for-loop, SGD with and
+  without momentum, transformers Adafactor, torch.optim.Adafactor, bitsandbytes AdamW8bit
+  and Lion8bit), recomputation none / full, eager / SDPA, gradient accumulation, LoRA
+  target sets, and inference with `logits_to_keep` 0 (all logits) and 1, in fp32 / bf16 /
+  fp16 weights. Draws the frameworks reject are drawn again.
+
+`HELDOUT_FRACTION` of the whole suite, chosen from the random draw by a seeded shuffle
+(`HELDOUT_SEED`), is held out (`split: "heldout"`): the model is not developed against it,
+and core/tests/accuracy.rs asserts the issue-14 budget on it (peak median <= 2 %,
+p90 <= 5 %, max <= 15 %, activations median <= 3 %).
 """
 import json
 import os
 
+import random
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+SEED = 14
+HELDOUT_SEED = 1414
+HELDOUT_FRACTION = 0.3
+SAMPLED = 240
 
 T = [
     # id-suffix, model, precision, optimizer, impl, attention, recompute, batch, seq
@@ -94,11 +118,173 @@ I = [
 ]
 
 
+# Models of the random draw: preset id or (name, HF config.json keys) for families and sizes
+# with no preset; (model, weight, parameters in billions, attention implementations).
+# Configs from the models' Hugging Face config.json files (the keys that shape memory).
+HF = {
+    "smollm2-135m": {"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+                     "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+                     "vocab_size": 49152, "tie_word_embeddings": True, "max_position_embeddings": 8192,
+                     "rope_theta": 100000, "rms_norm_eps": 1e-5, "hidden_act": "silu"},
+    "smollm2-360m": {"model_type": "llama", "hidden_size": 960, "intermediate_size": 2560,
+                     "num_hidden_layers": 32, "num_attention_heads": 15, "num_key_value_heads": 5,
+                     "vocab_size": 49152, "tie_word_embeddings": True, "max_position_embeddings": 8192,
+                     "rope_theta": 100000, "rms_norm_eps": 1e-5, "hidden_act": "silu"},
+    "qwen2.5-1.5b": {"model_type": "qwen2", "hidden_size": 1536, "intermediate_size": 8960,
+                     "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
+                     "vocab_size": 151936, "tie_word_embeddings": True, "max_position_embeddings": 32768,
+                     "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "hidden_act": "silu"},
+    "qwen2.5-3b": {"model_type": "qwen2", "hidden_size": 2048, "intermediate_size": 11008,
+                   "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2,
+                   "vocab_size": 151936, "tie_word_embeddings": True, "max_position_embeddings": 32768,
+                   "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "hidden_act": "silu"},
+    "gemma-2b": {"model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384,
+                 "num_hidden_layers": 18, "num_attention_heads": 8, "num_key_value_heads": 1,
+                 "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+                 "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
+                 "rope_theta": 10000.0},
+    "gemma-3-1b": {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+                   "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+                   "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768,
+                   "sliding_window": 512, "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+                   "rope_theta": 1000000, "rope_local_base_freq": 10000, "rms_norm_eps": 1e-6,
+                   "hidden_activation": "gelu_pytorch_tanh"},
+    "qwen1.5-moe-a2.7b": {"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+                          "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+                          "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+                          "norm_topk_prob": False, "num_hidden_layers": 24, "num_attention_heads": 16,
+                          "num_key_value_heads": 16, "vocab_size": 151936, "tie_word_embeddings": False,
+                          "max_position_embeddings": 8192, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6},
+    "falcon-7b": {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32,
+                  "num_attention_heads": 71, "multi_query": True, "new_decoder_architecture": False,
+                  "parallel_attn": True, "bias": False, "alibi": False, "vocab_size": 65024,
+                  "layer_norm_epsilon": 1e-5},
+    "pythia-1.4b": {"model_type": "gpt_neox", "hidden_size": 2048, "intermediate_size": 8192,
+                    "num_hidden_layers": 24, "num_attention_heads": 16, "rotary_pct": 0.25,
+                    "vocab_size": 50304, "max_position_embeddings": 2048, "use_parallel_residual": True,
+                    "tie_word_embeddings": False, "hidden_act": "gelu", "layer_norm_eps": 1e-5},
+    "glm-4-9b-0414": {"model_type": "glm4", "hidden_size": 4096, "intermediate_size": 13696,
+                      "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+                      "head_dim": 128, "partial_rotary_factor": 0.5, "attention_bias": True,
+                      "vocab_size": 151552, "tie_word_embeddings": False, "max_position_embeddings": 32768,
+                      "rms_norm_eps": 1e-5, "hidden_act": "silu"},
+}
+MODELS = [
+    # model, weight, billions of parameters, attention implementations
+    ("smollm2-135m", 3, 0.135, ("sdpa", "eager")),
+    ("smollm2-360m", 3, 0.36, ("sdpa", "eager")),
+    ("gpt2", 2, 0.124, ("sdpa", "eager")),
+    ("qwen2.5-0.5b", 3, 0.49, ("sdpa", "eager")),
+    ("pythia-1.4b", 2, 1.4, ("sdpa", "eager")),
+    ("llama-3.2-1b", 3, 1.2, ("sdpa", "eager")),
+    ("gemma-3-1b", 2, 1.0, ("sdpa", "eager")),
+    ("qwen2.5-1.5b", 3, 1.5, ("sdpa", "eager")),
+    ("gpt2-xl", 1, 1.6, ("sdpa", "eager")),
+    ("gemma-2b", 2, 2.5, ("sdpa", "eager")),
+    ("phi-2", 2, 2.8, ("sdpa", "eager")),
+    ("qwen2.5-3b", 2, 3.1, ("sdpa", "eager")),
+    ("llama-3.2-3b", 2, 3.2, ("sdpa", "eager")),
+    ("phi-3-mini-4k-instruct", 2, 3.8, ("sdpa", "eager")),
+    ("llama-2-7b", 2, 6.7, ("sdpa", "eager")),
+    ("falcon-7b", 1, 7.2, ("sdpa", "eager")),
+    ("mistral-7b-v0.1", 2, 7.2, ("sdpa", "eager")),
+    ("qwen2.5-7b", 2, 7.6, ("sdpa", "eager")),
+    ("llama-3.1-8b", 2, 8.0, ("sdpa", "eager")),
+    ("qwen3-8b", 2, 8.2, ("sdpa", "eager")),
+    ("gemma-2-9b-it", 1, 9.2, ("eager",)),
+    ("glm-4-9b-0414", 1, 9.4, ("sdpa", "eager")),
+    ("llama-2-13b", 1, 13.0, ("sdpa",)),
+    ("qwen2.5-14b", 1, 14.8, ("sdpa",)),
+    ("qwen1.5-moe-a2.7b", 2, 14.3, ("sdpa", "eager")),
+    ("deepseek-v2-lite", 2, 15.7, ("sdpa", "eager")),
+    ("qwen3-30b-a3b", 1, 30.5, ("sdpa",)),
+    ("qwen2.5-32b", 1, 32.8, ("sdpa",)),
+    ("mixtral-8x7b-v0.1", 1, 46.7, ("sdpa",)),
+    ("llama-3.1-70b", 1, 70.6, ("sdpa",)),
+]
+
+
+def choice(rng, weighted):
+    """One of `weighted` [(value, weight), ...]."""
+    total = sum(w for _, w in weighted)
+    x = rng.random() * total
+    for v, w in weighted:
+        x -= w
+        if x < 0:
+            return v
+    return weighted[-1][0]
+
+
+def model_section(name):
+    return {"hf_config": dict(HF[name])} if name in HF else {"preset": name}
+
+
+def sample(rng):
+    """One random config (id, config)."""
+    name, _, billions, attns = choice(rng, [(m, m[1]) for m in MODELS])
+    attention = choice(rng, [(a, 3 if a == "sdpa" else 1) for a in attns])
+    kind = choice(rng, [("train", 6), ("lora", 2), ("infer", 2)])
+    if kind == "infer":
+        b = choice(rng, [(1, 3), (2, 2), (4, 2), (8, 1), (16, 1)])
+        ctx = choice(rng, [(512, 1), (1024, 2), (2048, 2), (4096, 2), (8192, 1)])
+        if name in ("gpt2", "gpt2-xl"):
+            ctx = min(ctx, 1024)
+        keep = choice(rng, [(1, 1), (0, 1)])
+        fmt = choice(rng, [("bf16", 5), ("fp16", 1), ("fp32", 2)])
+        inf = {"batch_size": b, "context_len": ctx, "prompt_len": ctx - 4, "attention": attention,
+               "weight_format": fmt, "logits_to_keep": keep}
+        return (f"infer/{name}/{fmt}/{attention}/keep{keep}/b{b}-c{ctx}",
+                {"mode": "inference", "model": model_section(name), "inference": inf})
+    b = choice(rng, [(1, 4), (2, 3), (4, 2), (8, 1)])
+    s = choice(rng, [(256, 1), (512, 2), (1024, 3), (2048, 3), (4096, 2), (8192, 1)])
+    if name in ("gpt2", "gpt2-xl"):
+        s = min(s, 1024)  # learned position embeddings: n_positions 1024
+    while b * s > 16384:
+        b //= 2
+    t = {"micro_batch_size": b, "seq_len": s,
+         "activation_checkpointing": choice(rng, [("none", 1), ("full", 1)]),
+         "attention": attention,
+         "gradient_accumulation_steps": choice(rng, [(1, 4), (2, 1)])}
+    if kind == "lora":
+        t["precision"] = choice(rng, [("bf16", 3), ("fp16", 1), ("amp_bf16", 1)])
+        t["optimizer"], t["optimizer_impl"] = "adamw", choice(rng, [("foreach", 2), ("fused", 1)])
+        targets = choice(rng, [(["q_proj", "v_proj"], 2), (["q_proj", "k_proj", "v_proj", "o_proj"], 1),
+                               ("all-linear", 2)])
+        if name in ("gpt2", "gpt2-xl"):
+            targets = ["c_attn"] if targets != "all-linear" else targets
+        elif name == "falcon-7b" or name == "pythia-1.4b":
+            targets = ["query_key_value"] if targets != "all-linear" else targets
+        elif name == "phi-3-mini-4k-instruct":
+            targets = ["qkv_proj", "o_proj"] if targets != "all-linear" else targets
+        elif name == "deepseek-v2-lite" and targets != "all-linear":
+            targets = ["q_proj", "kv_b_proj", "o_proj"]
+        elif name == "phi-2" and targets != "all-linear":
+            targets = ["q_proj", "k_proj", "v_proj", "dense"]
+        t["lora"] = {"rank": choice(rng, [(8, 2), (16, 2), (64, 1)]), "target_modules": targets}
+        tag = f"lora-r{t['lora']['rank']}-{targets if isinstance(targets, str) else '+'.join(targets)}"
+    else:
+        if billions > 20 and rng.random() < 0.5:
+            return None  # full fine-tuning of the largest models: drawn less often
+        t["precision"] = choice(rng, [("fp32", 1), ("bf16", 3), ("fp16", 1), ("amp_bf16", 3), ("amp_fp16", 1)])
+        opt = choice(rng, [("adamw", 6), ("adam", 1), ("sgd", 1), ("sgd_momentum", 1), ("adafactor", 1),
+                           ("torch_adafactor", 1), ("adamw_8bit", 1), ("lion_8bit", 1)])
+        impls = {"adamw": [("foreach", 3), ("fused", 2), ("for_loop", 1)],
+                 "adam": [("foreach", 2), ("fused", 1), ("for_loop", 1)],
+                 "sgd": [("foreach", 2), ("for_loop", 1)], "sgd_momentum": [("foreach", 2), ("for_loop", 1)],
+                 "torch_adafactor": [("foreach", 2), ("for_loop", 1)]}.get(opt, [("foreach", 1)])
+        t["optimizer"], t["optimizer_impl"] = opt, choice(rng, impls)
+        tag = f"{t['precision']}/{opt}-{t['optimizer_impl']}"
+    cid = (f"{kind}/{name}/{tag}/{attention}/{t['activation_checkpointing']}/"
+           f"b{b}-s{s}-ga{t['gradient_accumulation_steps']}")
+    return cid, {"model": model_section(name), "training": t}
+
+
 def main():
     grid = []
     for model, prec, opt, impl, attn, rec, b, s in T:
         grid.append({
             "id": f"train/{model}/{prec}/{opt}-{impl}/{attn}/{rec}/b{b}-s{s}",
+            "split": "train",
             "schema_version": 1,
             "model": {"preset": model},
             "training": {"micro_batch_size": b, "seq_len": s, "precision": prec, "optimizer": opt,
@@ -107,6 +293,7 @@ def main():
     for model, lora, b, s, rec in L:
         grid.append({
             "id": f"lora/{model}/r{lora['rank']}/b{b}-s{s}/{rec}",
+            "split": "train",
             "schema_version": 1,
             "model": {"preset": model},
             "training": {"micro_batch_size": b, "seq_len": s, "precision": "bf16", "optimizer": "adamw",
@@ -115,15 +302,30 @@ def main():
     for model, b, ctx, attn in I:
         grid.append({
             "id": f"infer/{model}/b{b}-c{ctx}/{attn}",
+            "split": "train",
             "schema_version": 1,
             "mode": "inference",
             "model": {"preset": model},
             "inference": {"batch_size": b, "context_len": ctx, "prompt_len": ctx - 4, "attention": attn},
         })
+    suite = len(grid)
+    rng, seen = random.Random(SEED), {c["id"] for c in grid}
+    while len(grid) < suite + SAMPLED:
+        draw = sample(rng)
+        if draw is None or draw[0] in seen:
+            continue
+        seen.add(draw[0])
+        grid.append(dict({"id": "draw/" + draw[0], "split": "train", "schema_version": 2}, **draw[1]))
+    # the held-out part: HELDOUT_FRACTION of the whole suite, from the random draw
+    order = list(range(suite, len(grid)))
+    random.Random(HELDOUT_SEED).shuffle(order)
+    for i in order[: round(HELDOUT_FRACTION * len(grid))]:
+        grid[i]["split"] = "heldout"
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)
         f.write("\n")
-    print(len(grid), "configs")
+    held = sum(c["split"] == "heldout" for c in grid)
+    print(len(grid), "configs,", held, "held out")
 
 
 if __name__ == "__main__":

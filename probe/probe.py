@@ -82,6 +82,12 @@ def make_optimizer(params, name: str, impl: str):
     if name == "torch_adafactor":
         kw.pop("fused", None)
         return torch.optim.Adafactor(params, lr=1e-3, **kw)
+    if name in ("adamw_8bit", "lion_8bit"):
+        # bitsandbytes: under fake tensors its ops run their registered fake kernels, which
+        # allocate what the fused CUDA kernel does (the states; no temporaries)
+        import bitsandbytes as bnb
+        cls = bnb.optim.AdamW8bit if name == "adamw_8bit" else bnb.optim.Lion8bit
+        return cls(params, lr=1e-5)
     raise ValueError(f"optimizer {name} is not probed")
 
 
@@ -144,11 +150,17 @@ class PhaseTracker:
         peak = list(self.mt.get_tracker_snapshot("peak").values())
         return int(peak[0]["Total"]) if peak else 0
 
-    def mark(self, name: str):
+    def mark(self, name: str, corrected_total: int | None = None):
+        """Closes a phase; a phase marked again (the micro-batches of gradient accumulation)
+        keeps its larger peak. `corrected_total` replaces the tracker's total (kept as
+        `tracker_total`)."""
         peak = list(self.mt.get_tracker_snapshot("peak").values())
         snap = {CATEGORIES.get(str(k).split(".")[-1], str(k)): int(v) for k, v in peak[0].items()} if peak else {}
         snap["total"] = snap.pop("Total", 0)
-        self.phases[name] = snap
+        if corrected_total is not None:
+            snap["tracker_total"], snap["total"] = snap["total"], corrected_total
+        if name not in self.phases or snap["total"] >= self.phases[name]["total"]:
+            self.phases[name] = snap
         cur = self.mt.get_tracker_snapshot("current")
         self.mt._peak_mem_snap = cur
         self.mt._peak_mem = {d: s["Total"] for d, s in cur.items()}
@@ -159,6 +171,11 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     precision = t.get("precision", "amp_bf16")
     half = torch.float16 if "fp16" in precision else torch.bfloat16
     weight_dtype = {"fp32": torch.float32, "amp_bf16": torch.float32, "amp_fp16": torch.float32}.get(precision, half)
+    if t.get("lora") and precision.startswith("amp_"):
+        # the frozen base as the schema defines it (training.lora.base_weight_format: bf16
+        # unless precision is fp32), as transformers 5 loads a checkpoint (dtype="auto")
+        weight_dtype = {"fp32": torch.float32, "fp16": torch.float16}.get(
+            t["lora"].get("base_weight_format", "bf16"), torch.bfloat16)
     attention = t.get("attention", "sdpa")
     b, s = int(t.get("micro_batch_size", 1)), int(t.get("seq_len", 2048))
     dev = "cuda" if device == "cuda" else "cpu"
@@ -182,7 +199,14 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
 
             def same_device_to(self, *args, **kwargs):
                 dev, dtype, *_ = torch._C._nn._parse_to(*args, **kwargs)
-                if dtype is None and (dev is None or dev.type == "cpu"):
+                if dev is None or dev.type == "cpu":
+                    if dtype is not None:
+                        # PEFT's ParamWrapper (LoRA on fused MoE expert parameters) casts
+                        # the adapters to the base parameter's dtype; FakeTensor parameters
+                        # cannot be swapped by Module.to, so their data is replaced
+                        for p in self.parameters():
+                            if p.dtype.is_floating_point and p.dtype != dtype:
+                                p.data = p.data.to(dtype)
                     return self
                 return orig_to(self, *args, **kwargs)
 
@@ -218,29 +242,37 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
             if output.requires_grad:
                 output.register_hook(lambda g: before_embedding.update(peak=pt.peak_total()))
         emb.register_forward_hook(on_embedding_output)
+    accumulation = int(t.get("gradient_accumulation_steps", 1))
     with mt:
         for step in range(2):
-            mt.reset_mod_stats()
-            before_embedding.clear()
-            with amp:
-                out = model(input_ids=ids, labels=ids, use_cache=False)
-            loss = out.loss
-            pt.mark(f"forward{step}")
-            cuda_mark(cuda, f"forward{step}", device)
-            loss.backward()
-            del out, loss
-            pt.mark(f"backward{step}")
-            if "peak" in before_embedding:
-                ph = pt.phases[f"backward{step}"]
-                extra = artifacts["tied_embedding_out_of_place_add_bytes"]
-                ph["tracker_total"] = ph["total"]
-                ph["total"] = max(before_embedding["peak"], ph["total"] - extra)
-            cuda_mark(cuda, f"backward{step}", device)
+            for _micro in range(accumulation):
+                mt.reset_mod_stats()
+                before_embedding.clear()
+                with amp:
+                    out = model(input_ids=ids, labels=ids, use_cache=False)
+                loss = out.loss
+                pt.mark(f"forward{step}")
+                cuda_mark(cuda, f"forward{step}", device)
+                loss.backward()
+                del out, loss
+                corrected = None
+                if "peak" in before_embedding:
+                    extra = artifacts["tied_embedding_out_of_place_add_bytes"]
+                    corrected = max(before_embedding["peak"], pt.peak_total() - extra)
+                pt.mark(f"backward{step}", corrected)
+                cuda_mark(cuda, f"backward{step}", device)
             opt.step()
             opt.zero_grad(set_to_none=True)
             pt.mark(f"optimizer_step{step}")
             cuda_mark(cuda, f"optimizer_step{step}", device)
     return {"phases": pt.phases, "cuda": cuda, "artifacts": artifacts}
+
+
+def greedy_next(logits):
+    """The next token as transformers `generate` picks it in greedy search
+    (generation/utils.py `_sample`): an fp32 copy of the last position's logits
+    (`.to(copy=True, dtype=torch.float32)`, a copy even when the logits are fp32), then argmax."""
+    return logits[:, -1].to(copy=True, dtype=torch.float32).argmax(-1, keepdim=True)
 
 
 def run_inference(cfg: dict, model_cfg: dict, device: str) -> dict:
@@ -253,15 +285,16 @@ def run_inference(cfg: dict, model_cfg: dict, device: str) -> dict:
     dev = "cuda" if device == "cuda" else "cpu"
     with torch.device(dev):
         model = build_model(model_cfg, dtype, inf.get("attention", "sdpa"), device).eval()
+    keep = int(inf.get("logits_to_keep", 1))  # transformers: 0 keeps every position's logits
     ids = torch.randint(0, 1000, (b, prompt), device=dev)
     mt = GlobalMemTracker()
     mt.track_external(model, ids)
     pt = PhaseTracker(mt)
     cuda = {}
     with mt, torch.no_grad():
-        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=keep)
         cache = out.past_key_values
-        nxt = out.logits[:, -1, :].to(torch.float32).softmax(-1).argmax(-1, keepdim=True)
+        nxt = greedy_next(out.logits)
         del out
         pt.mark("prefill")
         cuda_mark(cuda, "prefill", device)
@@ -269,7 +302,7 @@ def run_inference(cfg: dict, model_cfg: dict, device: str) -> dict:
             mt.reset_mod_stats()  # per-module stats allow one root call per iteration
             out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache = out.past_key_values
-            nxt = out.logits[:, -1, :].to(torch.float32).softmax(-1).argmax(-1, keepdim=True)
+            nxt = greedy_next(out.logits)
             del out
         pt.mark("decode")
         cuda_mark(cuda, "decode", device)
@@ -336,7 +369,8 @@ def probe(cfg: dict, device: str) -> dict:
     return {
         "id": cfg.get("id") or cfg.get("name", ""),
         "source": f"probe/probe.py --device {device}",
-        "config": {k: v for k, v in cfg.items() if k not in ("id",)},
+        "config": {k: v for k, v in cfg.items() if k not in ("id", "split")},
+        **({"split": cfg["split"]} if "split" in cfg else {}),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()},
         "seconds": round(time.time() - start, 1),
         "measured": measured,

@@ -166,10 +166,7 @@ fn shared_linear_input(c: &ActCtx, elems: u64, n: u64) -> u64 {
 /// gradient w.r.t. the input needs only the weight).
 fn lora_input(c: &ActCtx, name: &str, tokens: u64, in_dim: u64) -> Option<u64> {
     let lo = c.lora?;
-    let targeted = match &lo.target_modules {
-        crate::config::TargetModules::All(_) => true,
-        crate::config::TargetModules::List(t) => t.iter().any(|t| crate::lora::matches(name, t)),
-    };
+    let targeted = crate::lora::name_targeted(c.arch, name, lo);
     if !targeted {
         return Some(0);
     }
@@ -341,8 +338,10 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     // q and k after rotary embedding (rotary keeps only the shared cos/sin)
     push(v, "q_k", (q_elems + k_elems) * c.act);
     if a.qk_norm {
-        // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results
-        push(v, "qk_norm", (q_elems + k_elems) * (4 + c.act));
+        // q_norm / k_norm (RMSNorm over head_dim): fp32 copies + normalized results (with a
+        // frozen norm weight, LoRA, `weight * x` keeps only the weight)
+        let scaled = if c.lora.is_some() { 0 } else { c.act };
+        push(v, "qk_norm", (q_elems + k_elems) * (4 + scaled));
     }
     // v is a view of the projection's output; with a fused qkv projection that view
     // keeps the whole output alive (rotary makes q and k new tensors beside it)
@@ -479,6 +478,18 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
         "router",
         shared_linear_input(c, t * h, 1) + t * m.num_experts * 4,
     );
+    if a.router_fp32() && c.code == ModelCode::Transformers {
+        // DeepSeek's gate: fp32 copies of the half input and router weight, kept by the
+        // fp32 linear (an fp32 model's `.type(float32)` returns the tensors themselves;
+        // under autocast the linear casts both back to half, counted with the other
+        // linear inputs and autocast weight copies)
+        let copy = if c.act < 4 && !c.autocast {
+            t * h * 4 + h * m.num_experts * 4
+        } else {
+            0
+        };
+        push(v, "router_fp32_copies", copy);
+    }
     // Each token visits top-k experts; with EP the tokens are spread over the EP ranks,
     // so on average one GPU processes t x k token-expert pairs for its share of experts
     // (dispatched input, expert MLP, and the weighted output for the combine). With MoE
@@ -486,9 +497,22 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     // `ep x etp / tp` distinct token batches (tensor-parallel ranks share theirs): `t x k x
     // etp / tp` pairs per GPU, each expert's intermediate split over the etp ranks.
     let routed = (t * m.num_experts_per_tok * c.etp / c.tp.max(1)).max(1);
-    push(v, "expert_inputs", routed * h * c.linear_input);
-    mlp_saved_split(c, v, routed, m.moe_intermediate_size, true, c.etp);
-    push(v, "expert_outputs", routed * h * c.act);
+    // transformers' fused experts multiply with `grouped_mm`, which autocast does not
+    // cast (integrations/moe.py `_grouped_mm`: `input.to(weight.dtype)`): under autocast
+    // with fp32 weights the routed experts run in fp32, and keep fp32 tensors
+    let e = if c.autocast && c.code == ModelCode::Transformers {
+        ActCtx {
+            act: c.residual,
+            linear_input: c.residual,
+            autocast: false,
+            ..*c
+        }
+    } else {
+        *c
+    };
+    push(v, "expert_inputs", routed * h * e.linear_input);
+    mlp_saved_split(&e, v, routed, m.moe_intermediate_size, true, c.etp);
+    push(v, "expert_outputs", routed * h * e.act);
     if m.shared_expert_intermediate_size > 0 {
         mlp_saved(c, v, t, m.shared_expert_intermediate_size, true);
     }

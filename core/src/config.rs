@@ -248,7 +248,8 @@ pub struct Inference {
         skip_serializing_if = "Option::is_none"
     )]
     pub prefill_chunk: Option<u64>,
-    /// Positions whose logits are computed (transformers `logits_to_keep`). Default 1.
+    /// Positions whose logits the prefill computes (transformers `logits_to_keep`; 0 = every
+    /// position of the prompt, or of the prefill chunk). Default 1, as `generate` sets it.
     #[serde(deserialize_with = "units::de_count")]
     pub logits_to_keep: u64,
     /// Default `hf`.

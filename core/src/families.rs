@@ -232,6 +232,15 @@ pub struct Family {
     /// `transpose(1, 2).contiguous()` before `o_proj` makes a copy. Elementwise rotary
     /// (Llama) keeps the projection's (batch, seq, heads, dim) layout.
     pub rotary_concatenates: bool,
+    /// The MoE router runs in fp32 on fp32 copies of its input and weight
+    /// (DeepSeek-V2/V3 `router_logits = F.linear(hidden_states.type(torch.float32),
+    /// self.weight.type(torch.float32))`): autograd keeps both copies.
+    pub router_fp32: bool,
+    /// transformers converts this MoE family from its v4 checkpoint layout
+    /// (`conversion_mapping._MODEL_TO_CONVERSION_PATTERN`: mixtral; qwen3_moe and
+    /// deepseek_v2 / v3 through the qwen2_moe pattern), and PEFT maps LoRA targets named
+    /// after the v4 modules to the fused experts and the router (see [`crate::lora`]).
+    pub peft_moe_conversion: bool,
     /// A multimodal wrapper, and the family its language model's names and flags come from.
     pub wrapper: Option<(Wrapper, &'static str)>,
 }
@@ -250,6 +259,8 @@ const fn row(model_type: &'static str, defaults: FamilyDefaults) -> Family {
         norm_scales_in_fp32: false,
         logit_softcapping: false,
         rotary_concatenates: false,
+        router_fp32: false,
+        peft_moe_conversion: false,
         wrapper: None,
     }
 }
@@ -262,7 +273,7 @@ pub const FAMILIES: &[Family] = &[
                         fam(32000,   4096, 11008,  32,    32,   0,   0,      2048,    false, "silu",              false,   0)) },
     Family { sliding: Sliding::AllLayers, ..row("mistral",
                         fam(32000,   4096, 14336,  32,    32,   8,   0,      131072,  false, "silu",              false,   4096)) },
-    Family { structure: mixtral, sliding: Sliding::AllLayers,
+    Family { structure: mixtral, sliding: Sliding::AllLayers, peft_moe_conversion: true,
              names: Names { gate: "w1", up: "w3", down: "w2", ..NAMES }, ..row("mixtral",
                         fam(32000,   4096, 14336,  32,    32,   8,   0,      131072,  false, "silu",              false,   0)) },
     Family { structure: qwen2, sliding: Sliding::Qwen, ..row("qwen2",
@@ -271,7 +282,7 @@ pub const FAMILIES: &[Family] = &[
                         fam(151936,  2048, 5632,   24,    16,   0,   0,      32768,   false, "silu",              true,    0)) },
     Family { structure: qwen3, sliding: Sliding::Qwen, ..row("qwen3",
                         fam(151936,  4096, 22016,  32,    32,   0,   128,    32768,   false, "silu",              false,   0)) },
-    Family { structure: qwen3_moe, sliding: Sliding::Qwen, ..row("qwen3_moe",
+    Family { structure: qwen3_moe, sliding: Sliding::Qwen, peft_moe_conversion: true, ..row("qwen3_moe",
                         fam(151936,  2048, 6144,   24,    32,   4,   0,      32768,   false, "silu",              false,   0)) },
     Family { structure: gemma, norm_scales_in_fp32: true,
              keys: Keys { hidden_act: &["hidden_activation", "hidden_act"], ..KEYS }, ..row("gemma",
@@ -305,10 +316,10 @@ pub const FAMILIES: &[Family] = &[
              names: Names { norms: [&["input_layernorm"], &["ln_attn", "ln_mlp"], NAMES.norms[2]],
                             embed: "word_embeddings", final_norm: "ln_f", ..NEOX_NAMES }, ..row("falcon",
                         fam(65024,   4544, 0,      32,    71,   0,   0,      2048,    true,  "gelu",              false,   0)) },
-    Family { structure: deepseek_v2, head_dim: HeadDim::Mla, rotary_concatenates: true,
+    Family { structure: deepseek_v2, head_dim: HeadDim::Mla, rotary_concatenates: true, router_fp32: true, peft_moe_conversion: true,
              names: Names { shared_experts: "shared_experts", ..NAMES }, ..row("deepseek_v2",
                         fam(102400,  4096, 11008,  32,    32,   0,   0,      2048,    false, "silu",              false,   0)) },
-    Family { structure: deepseek_v3, head_dim: HeadDim::Mla, rotary_concatenates: true,
+    Family { structure: deepseek_v3, head_dim: HeadDim::Mla, rotary_concatenates: true, router_fp32: true, peft_moe_conversion: true,
              names: Names { shared_experts: "shared_experts", ..NAMES }, ..row("deepseek_v3",
                         fam(129280,  7168, 18432,  61,    128,  0,   0,      4096,    false, "silu",              false,   0)) },
     Family { structure: chatglm, kv_heads: KvHeads::ChatGlm, head_dim: HeadDim::Keys(&["kv_channels", "head_dim"]),
@@ -363,6 +374,10 @@ impl ModelArch {
     /// See [`Family::logit_softcapping`].
     pub fn logit_softcapping(&self) -> bool {
         self.family().logit_softcapping
+    }
+    /// See [`Family::router_fp32`].
+    pub fn router_fp32(&self) -> bool {
+        self.family().router_fp32
     }
     /// See [`Family::rotary_concatenates`] (learned position tables never rotate).
     pub fn rotary_concatenates(&self) -> bool {

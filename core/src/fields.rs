@@ -398,7 +398,7 @@ pub const SECTIONS: &[Section] = &[
         f("inference.zero_point", "Zero points", "", Check, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), None, "GPTQ/AWQ asymmetric quantization (sym=False): a 4-bit zero per group."),
         f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),
         f("inference.kv_cache_dtype", "KV cache", "", C(Choices::KvCacheDtype), true, INFERENCE, Always, None, "vLLM kv_cache_dtype."),
-        f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes."),
+        f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes (0: all of them)."),
         f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_model_len. Empty: the context length."),
         f("inference.attention", "Attention", "", C(Choices::Attention), true, INFERENCE, HF, None, "Eager attention materializes the scores during the prefill."),
         f("inference.prefill_chunk", "Prefill chunk", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),

@@ -365,11 +365,17 @@ fn generate(s: &InferStage) -> StageOutcome {
     let vocab = || n(a.vocab_size, "vocab");
     let logits_source =
         "transformers generate: logits of logits_to_keep positions and an fp32 copy for sampling";
+    // modeling_*: `hidden_states[:, -logits_to_keep:]` (`slice(0, None)` for 0: every position
+    // of this forward pass)
+    let kept = match inf.logits_to_keep {
+        0 => chunk,
+        k => k.min(chunk),
+    };
     let (logits_prefill, logits_decode) = if st.has_head {
         (
             n(batch, "sequences")
                 * vocab()
-                * (n(inf.logits_to_keep, "positions") * bytes(act) + bytes(4)).label(""),
+                * (n(kept, "positions") * bytes(act) + bytes(4)).label(""),
             n(batch, "sequences") * vocab() * (bytes(act) + bytes(4) + bytes(4)).label(""),
         )
     } else {
@@ -385,6 +391,19 @@ fn generate(s: &InferStage) -> StageOutcome {
         fp16,
         tp,
     );
+    // The layer loop's workspace is freed before the LM head runs: the prefill's peak is the
+    // larger of the layer loop and the head's moment (the final hidden states beside the
+    // logits). Written as logits + max(loop - logits, final hidden) so that the logits stay
+    // their own component.
+    let final_hidden = if st.has_head {
+        n(batch * chunk, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
+    } else {
+        Expr::zero()
+    };
+    let prefill_activations = Expr::max(vec![
+        (ws + masks + embeds).minus(logits_prefill.clone().label("logits")),
+        final_hidden.label("final hidden states"),
+    ]);
     let mut prefill = Phase::new(PhaseName::Prefill);
     prefill
         .set(Component::Weights, weights.clone())
@@ -392,8 +411,8 @@ fn generate(s: &InferStage) -> StageOutcome {
         .set(
             Component::Activations,
             Term::new(
-                ws + masks + embeds,
-                format!("{workspace_source}; attention masks (transformers masking_utils); the embedding output held by the layer loop"),
+                prefill_activations,
+                format!("the larger of two moments beside the logits: the layer loop ({workspace_source}; attention masks, transformers masking_utils; the embedding output held by the layer loop) less the logits, which do not exist yet then; or, at the LM head, the final hidden states (modeling_*: `self.lm_head(hidden_states[:, slice_indices, :])` reads a view of them)"),
             ),
         )
         .set(Component::Logits, Term::new(logits_prefill, logits_source));

@@ -2,9 +2,19 @@
 //! layer `W (out x in)`, trainable `A (r x in)` and `B (out x r)`: `r x (in + out)`
 //! parameters per module (and per expert, for targeted MoE experts).
 //!
-//! Targets follow PEFT's matching: a module is targeted when its name equals a target or
-//! ends with `.` + target (so `gate_proj` also targets `experts.gate_proj`);
-//! `"all-linear"` targets every linear layer of the decoder blocks but not the LM head.
+//! Targets follow PEFT 0.21 on transformers 5:
+//! * a module is targeted when its name equals a target or ends with `.` + target;
+//!   `"all-linear"` is every `nn.Linear` but the LM head (tuners_utils.py
+//!   `_maybe_include_all_linear_layers`);
+//! * transformers 5 fuses the routed experts into stacked parameters and makes the router a
+//!   module of its own: neither is an `nn.Linear`, so neither is targeted as a module;
+//! * for the families transformers converts from v4 checkpoints (mixtral, and qwen3_moe,
+//!   deepseek_v2 / v3 through the qwen2_moe pattern: `conversion_mapping.py`), PEFT maps the
+//!   v4 names (`gate`, `gate_proj` / `up_proj` / `down_proj` or `w1` / `w3` / `w2`) to
+//!   parameter targets on the experts and the router (utils/transformers_weight_conversion.py
+//!   `_convert_peft_config_moe`; `"all-linear"` includes those names): one LoRA per expert,
+//!   gate and up fused into one of rank `2r`. Modules with those leaf names (dense and
+//!   shared-expert MLPs) are then no longer module targets.
 
 use crate::config::{Lora, TargetModules};
 use crate::model::{ModelArch, ParamGroup, Part, Shape};
@@ -31,16 +41,145 @@ pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
     names
 }
 
-/// `true` if the linear group `g` gets an adapter under `lora`.
-pub fn is_targeted(g: &ParamGroup, lora: &Lora) -> bool {
+/// `true` for the groups that are `nn.Linear` modules in transformers 5: not the fused
+/// routed experts, not the router (a module of its own).
+fn is_linear_module(g: &ParamGroup) -> bool {
+    matches!(g.shape, Shape::Linear { .. })
+        && !matches!(g.part, Part::Experts | Part::LmHead | Part::Embeddings)
+        && !(g.part == Part::Router && g.name == "gate")
+}
+
+/// The v4 names PEFT maps to expert and router parameters in a converted family: the
+/// router, the experts' gate, up and down projections.
+fn converted_names(a: &ModelArch) -> Option<[&'static str; 4]> {
+    if a.moe.is_none() || !a.family().peft_moe_conversion {
+        return None;
+    }
+    let (gate, up, _, down) = a.mlp_names();
+    Some(["gate", gate, up, down])
+}
+
+/// The target names as PEFT resolves them: `"all-linear"` becomes the leaf names of every
+/// `nn.Linear` (and, in a converted family, the v4 expert and router names).
+fn targets(a: &ModelArch, lora: &Lora) -> Vec<String> {
+    match &lora.target_modules {
+        TargetModules::List(t) => t.clone(),
+        TargetModules::All(_) => {
+            let inv = a.inventory();
+            let mut names: Vec<String> = Vec::new();
+            for g in inv.dense_layer.iter().chain(inv.moe_layer.iter()) {
+                if is_linear_module(g) {
+                    let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
+                    if !names.contains(&leaf) {
+                        names.push(leaf);
+                    }
+                }
+            }
+            for n in converted_names(a).into_iter().flatten() {
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_string());
+                }
+            }
+            names
+        }
+    }
+}
+
+/// Adapter parameters of one copy of group `g` under `lora`, split over `tp`
+/// tensor-parallel ranks; 0 when `g` is not targeted. A fused gate/up expert adapter
+/// (rank `2r` over `in` and `2 x inter`) is counted half on each of the two groups.
+pub fn targeted_params(a: &ModelArch, g: &ParamGroup, lora: &Lora, tp: u64) -> u64 {
     if !matches!(g.shape, Shape::Linear { .. }) || matches!(g.part, Part::LmHead | Part::Embeddings)
     {
-        return false;
+        return 0;
     }
-    match &lora.target_modules {
-        TargetModules::All(_) => true,
-        TargetModules::List(t) => t.iter().any(|t| matches(&g.name, t)),
+    let t = targets(a, lora);
+    let named = |old: &str| t.iter().any(|x| matches(x, old));
+    match converted_names(a) {
+        Some([router, gate, up, down]) => {
+            let leaf = g.name.rsplit('.').next().unwrap_or(&g.name);
+            match g.part {
+                Part::Experts if leaf == down && named(down) => adapter_params(g, lora.rank, tp),
+                Part::Experts if (leaf == gate || leaf == up) && named(gate) && named(up) => {
+                    // one adapter of rank 2r on the fused (2 x inter, in) parameter
+                    if let Shape::Linear {
+                        in_features,
+                        out_features,
+                        ..
+                    } = g.shape
+                    {
+                        lora.rank * (in_features + 2 * out_features.div_ceil(tp.max(1)))
+                    } else {
+                        0
+                    }
+                }
+                Part::Experts => 0,
+                Part::Router if g.name == router => {
+                    if named(router) {
+                        adapter_params(g, lora.rank, tp)
+                    } else {
+                        0
+                    }
+                }
+                _ => {
+                    // the v4 names became parameter targets: not module targets any more
+                    let mut modules = t
+                        .iter()
+                        .filter(|x| ![router, gate, up, down].iter().any(|o| matches(x, o)));
+                    if modules.any(|x| matches(&g.name, x)) {
+                        adapter_params(g, lora.rank, tp)
+                    } else {
+                        0
+                    }
+                }
+            }
+        }
+        None => {
+            if is_linear_module(g) && t.iter().any(|x| matches(&g.name, x)) {
+                adapter_params(g, lora.rank, tp)
+            } else {
+                0
+            }
+        }
     }
+}
+
+/// Why PEFT refuses `lora`'s targets on this model, if it does: in a converted MoE family
+/// the experts' gate and up projections are one fused parameter, so a list naming one of
+/// them without the other fails (`_convert_peft_config_moe`: "Cannot convert PEFT
+/// target(s) ... because they are fused into gate_up_proj").
+pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
+    let [_, gate, up, _] = converted_names(a)?;
+    let TargetModules::List(t) = &lora.target_modules else {
+        return None;
+    };
+    let named = |old: &str| t.iter().any(|x| matches(x, old));
+    (named(gate) != named(up)).then(|| {
+        format!(
+            "transformers 5 fuses the experts' {gate} and {up} into one gate_up_proj parameter and PEFT cannot target one without the other: name both or neither"
+        )
+    })
+}
+
+/// `true` if the decoder-layer module called `name` (as in the parameter inventory:
+/// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter under `lora`;
+/// a name outside the inventory is matched against the targets as PEFT matches modules.
+pub fn name_targeted(a: &ModelArch, name: &str, lora: &Lora) -> bool {
+    let inv = a.inventory();
+    match inv
+        .dense_layer
+        .iter()
+        .chain(inv.moe_layer.iter())
+        .find(|g| g.name == name)
+    {
+        Some(g) => targeted_params(a, g, lora, 1) > 0,
+        None => targets(a, lora).iter().any(|t| matches(name, t)),
+    }
+}
+
+/// `true` if the linear group `g` gets an adapter under `lora`.
+pub fn is_targeted(a: &ModelArch, g: &ParamGroup, lora: &Lora) -> bool {
+    targeted_params(a, g, lora, 1) > 0
 }
 
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
@@ -72,8 +211,7 @@ pub fn total_adapter_params(a: &ModelArch, lora: &Lora) -> u64 {
     let layer = |groups: &[ParamGroup]| -> u64 {
         groups
             .iter()
-            .filter(|g| is_targeted(g, lora))
-            .map(|g| adapter_params(g, lora.rank, 1) * g.copies)
+            .map(|g| targeted_params(a, g, lora, 1) * g.copies)
             .sum()
     };
     layer(&inv.dense_layer) * inv.num_dense_layers + layer(&inv.moe_layer) * inv.num_moe_layers

@@ -418,10 +418,11 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
     if let Some(c) = inf.prefill_chunk {
         e.range("inference.prefill_chunk", c, 1, limits::MAX_SEQ);
     }
+    // transformers: 0 keeps every position's logits
     e.range(
         "inference.logits_to_keep",
         inf.logits_to_keep,
-        1,
+        0,
         inf.context_len.max(1),
     );
     e.range(
@@ -511,6 +512,9 @@ fn check_lora(
                     "[]",
                     "must name at least one module",
                 );
+            }
+            if let Some(why) = crate::lora::fused_target_error(a, lora) {
+                e.add("training.lora.target_modules", format!("{names:?}"), why);
             }
             let linear = crate::lora::linear_module_names(a);
             for n in names {

@@ -144,9 +144,20 @@ fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) 
     let source =
         "torch.autocast: a half copy of each fp32 linear weight per matmul, saved for backward";
     let full = r.config.training.activation_checkpointing == Recompute::Full;
+    // transformers' fused routed experts multiply with `grouped_mm`, which autocast does not
+    // cast (integrations/moe.py `_grouped_mm`): they run on the fp32 weights, no copies
+    let experts = if r.model_code == crate::precision::ModelCode::Transformers {
+        p.expert_linear
+    } else {
+        0
+    };
     if !full {
         let all = bytes(b.autocast_weight_copy)
-            * (n(p.linear, "linear weights") + n(p.tied_head, "tied head weights")).label("");
+            * (n(
+                p.linear - experts,
+                "linear weights outside the routed experts",
+            ) + n(p.tied_head, "tied head weights"))
+            .label("");
         return (Term::new(all.clone(), source), Term::new(all, source));
     }
     let cached = bytes(b.autocast_weight_copy)
@@ -189,7 +200,7 @@ fn lora_states(
     lora: &Lora,
     persistence: u64,
 ) -> (States, Term, RankParams, StateBytes) {
-    use crate::lora::{adapter_params, is_targeted};
+    use crate::lora::targeted_params;
     let engine = r.config.engine.model();
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
@@ -203,11 +214,11 @@ fn lora_states(
     let mut pa = RankParams::default();
     for sg in stage_groups(r, st) {
         let g = &sg.group;
-        if !is_targeted(g, lora) {
+        let one = targeted_params(&r.arch, g, lora, tp);
+        if one == 0 {
             continue;
         }
         let copies = sg.copies(ep) * sg.times;
-        let one = adapter_params(g, lora.rank, tp);
         pa.dense += one * copies;
         pa.linear += one * copies;
         pa.largest_module = pa.largest_module.max(one);

@@ -874,3 +874,59 @@ fn engines_reject_the_parallelism_they_do_not_model() {
         .is_empty()
     );
 }
+
+// ---------------------------------------------------------------------------- LoRA targets
+
+/// Trainable parameters of `target_modules` r 8 on a two-layer cut of `model`.
+fn lora_trainable(model: Value, targets: Value) -> u64 {
+    let mut m = model;
+    m["num_hidden_layers"] = json!(2);
+    est(json!({"model": m, "training": {"lora": {"rank": 8, "target_modules": targets}}}))
+        .trainable_params
+}
+
+/// PEFT 0.21 on transformers 5.23, `LoraConfig(r=8, target_modules="all-linear")` on the
+/// same two-layer models (counted with `get_peft_model` on the meta device).
+#[test]
+fn lora_all_linear_on_moe_follows_peft() {
+    // Qwen1.5-MoE-A2.7B (qwen2_moe, not converted): only nn.Linear modules. Per layer
+    // q, k, v, o 8 x (2048 + 2048) = 32 768 each; shared expert gate / up 8 x (2048 +
+    // 5632) = 61 440 each, down the same; shared_expert_gate 8 x (2048 + 1) = 16 392;
+    // the fused routed experts and the router module are not nn.Linear.
+    // 2 x (4 x 32 768 + 3 x 61 440 + 16 392) = 663 568.
+    let qwen15 = json!({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+        "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+        "num_experts_per_tok": 4, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "vocab_size": 151936});
+    assert_eq!(
+        lora_trainable(json!({"hf_config": qwen15}), json!("all-linear")),
+        663_568
+    );
+    // DeepSeek-V2-Lite (converted through the qwen2_moe pattern): attention (q 8 x (2048 +
+    // 3072), kv_a 8 x (2048 + 576), kv_b 8 x (512 + 4096), o 8 x (2048 + 2048)) on both
+    // layers = 2 x 131 584; layer 1's 64 experts: gate_up fused at rank 16, 64 x 16 x
+    // (2048 + 2816) = 4 980 736, down 64 x 8 x (1408 + 2048) = 1 769 472; router 8 x
+    // (2048 + 64) = 16 896; no dense or shared-expert MLP adapters: 7 030 272.
+    assert_eq!(
+        lora_trainable(json!({"preset": "deepseek-v2-lite"}), json!("all-linear")),
+        7_030_272
+    );
+    // Qwen3-30B-A3B and Mixtral-8x7B (converted): 20 760 576 and 11 239 552 in PEFT.
+    assert_eq!(
+        lora_trainable(json!({"preset": "qwen3-30b-a3b"}), json!("all-linear")),
+        20_760_576
+    );
+    assert_eq!(
+        lora_trainable(json!({"preset": "mixtral-8x7b-v0.1"}), json!("all-linear")),
+        11_239_552
+    );
+    // an explicit attention list is unchanged by the conversion: Mixtral q, v on 2 layers,
+    // 2 x (8 x (4096 + 4096) + 8 x (4096 + 1024)) = 212 992
+    assert_eq!(
+        lora_trainable(
+            json!({"preset": "mixtral-8x7b-v0.1"}),
+            json!(["q_proj", "v_proj"])
+        ),
+        212_992
+    );
+}

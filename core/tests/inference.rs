@@ -232,13 +232,32 @@ fn lora_parameter_counts() {
 
 #[test]
 fn lora_on_moe_experts_counts_each_expert() {
-    // Mixtral: targeting w1 (gate) hits all 8 experts: 16 x (4096 + 14336) x 8 per layer
+    // Mixtral on transformers 5: w1 and w3 of the 8 experts are one fused gate_up_proj,
+    // which PEFT targets with one adapter of rank 2r per expert: 8 x 32 x (4096 + 2 x 14336)
+    // per layer, 32 layers = 268 435 456
     let e = lora(
         "mixtral-8x7b-v0.1",
-        json!({"rank": 16, "target_modules": ["w1"]}),
+        json!({"rank": 16, "target_modules": ["w1", "w3"]}),
         json!({}),
     );
-    assert_eq!(e.trainable_params, 32 * 8 * 16 * (4096 + 14336));
+    assert_eq!(e.trainable_params, 32 * 8 * 32 * (4096 + 2 * 14336));
+    // w2 (down): 8 x 16 x (14336 + 4096) per layer
+    let e = lora(
+        "mixtral-8x7b-v0.1",
+        json!({"rank": 16, "target_modules": ["w2"]}),
+        json!({}),
+    );
+    assert_eq!(e.trainable_params, 32 * 8 * 16 * (14336 + 4096));
+    // one of the fused pair alone is refused, as PEFT refuses it
+    let err = estimate(&cfg(json!({"model": {"preset": "mixtral-8x7b-v0.1"},
+        "training": {"lora": {"target_modules": ["w1"]}}})))
+    .unwrap_err();
+    assert_eq!(err[0].field, "training.lora.target_modules");
+    assert!(
+        err[0].message.contains("gate_up_proj"),
+        "{}",
+        err[0].message
+    );
 }
 
 #[test]
@@ -454,4 +473,36 @@ fn bad_inference_and_lora_inputs() {
         "{:?}",
         e.warnings
     );
+}
+
+// ------------------------------------------------------------------- logits_to_keep
+
+#[test]
+fn prefill_with_every_logit_kept() {
+    // Llama-3.2-1B (V 128 256, h 2048), batch 2, a 1000-token prompt, logits_to_keep 0:
+    // the prefill's logits are 2 x 1000 x 128 256 x 2 B, plus generate's fp32 copy of the
+    // last position 2 x 128 256 x 4 B: 2 x 128 256 x (2000 + 4) = 514 050 048 B.
+    let e = infer(
+        "llama-3.2-1b",
+        json!({"batch_size": 2, "context_len": 1004, "prompt_len": 1000, "logits_to_keep": 0}),
+    );
+    assert_eq!(c(&e, "prefill", "logits"), 514_050_048);
+    // the layer loop's workspace is freed before the LM head: beside these logits only
+    // the final hidden states 2 x 1000 x 2048 x 2 B = 8 192 000 B are alive
+    assert_eq!(c(&e, "prefill", "activations"), 8_192_000);
+    // logits_to_keep 1 (generate's default): 2 x 128 256 x (2 + 4) = 1 539 072 B, and the
+    // layer loop is the larger moment
+    let one = infer(
+        "llama-3.2-1b",
+        json!({"batch_size": 2, "context_len": 1004, "prompt_len": 1000}),
+    );
+    assert_eq!(c(&one, "prefill", "logits"), 1_539_072);
+    assert!(c(&one, "prefill", "activations") > 8_192_000);
+    // 0 is accepted, a count beyond the context is not
+    let err = estimate(&cfg(
+        json!({"mode": "inference", "model": {"preset": "llama-3.2-1b"},
+        "inference": {"context_len": 100, "logits_to_keep": 101}}),
+    ))
+    .unwrap_err();
+    assert_eq!(err[0].field, "inference.logits_to_keep");
 }

@@ -6,8 +6,9 @@
 //! the web UI use); this binary only formats them.
 
 use calc_core::accuracy::{
-    BUDGET_MEDIAN, BUDGET_P90, CaseResult, ErrorStats, compare, compare_published, dist_records,
-    error_stats, probe_records, published_cases,
+    BUDGET_MEDIAN, BUDGET_P90, CaseResult, ErrorStats, HELDOUT_ACTIVATIONS_MEDIAN, HELDOUT_MAX,
+    HELDOUT_MEDIAN, HELDOUT_P90, compare, compare_published, dist_records, error_stats,
+    probe_records, published_cases,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,36 +17,59 @@ const GB: f64 = 1e9;
 
 /// Why the largest errors are what they are (case id -> explanation).
 const EXPLAINED: &[(&str, &str)] = &[(
-    "infer/deepseek-v2-lite/b1-c4096/sdpa",
-    "A CPU-only path in the measurement: DeepSeek's MLA has query/key heads of 192 and value \
-         heads of 128, for which CPU SDPA has no fused kernel and falls back to the math path \
-         (inputs upcast to fp32, the 16 x 4092 x 4092 scores materialized, ~2 GB); CUDA's \
-         memory-efficient kernel takes those shapes without either. The estimate models CUDA. \
-         (transformers 5 caches MLA latents, 1152 B per token per layer, which the estimate \
-         now follows.)",
+    "draw/train/gpt2-xl/bf16/lion_8bit-foreach/eager/full/b4-s1024-ga1",
+    "Over at the end of backward; forward within 0.1 %. The estimate's last backward moment \
+         holds every gradient with the tied embedding's waiting one (3.28 GB), the logits \
+         (0.41 GB) and the first layer's recomputed eager attention with GPT-2's attention \
+         dropout (1.74 GB); the measured peak (2.91 GB of gradients, 1.26 GB of activations, \
+         0.34 GB of temporaries) comes earlier. Eager attention recomputed at the end of \
+         backward is not yet traced op by op; the held-out Gemma-2 and Phi-2 cases show the \
+         same pattern.",
 )];
+
+/// Why the worst held-out single-GPU cases are what they are (case id -> explanation).
+/// Written after the held-out part was first compared.
+const HELDOUT_EXPLAINED: &[(&str, &str)] = &[
+    (
+        "draw/train/gemma-2-9b-it/amp_bf16/adamw-fused/eager/full/b2-s4096-ga1",
+        "Over at the end of backward; forward within 0.3 %. The estimate's backward peak is its \
+         last moment (every gradient, the tied embedding's waiting one included, 40.6 GB, and the \
+         first layer's recomputed eager attention with softcapping, 10.0 GB); the measured peak \
+         comes earlier (33.2 GB of gradients, 8.2 GB of temporaries). The same pattern is in the \
+         train split (GPT-2 XL, eager, full recomputation, tied embeddings: +10.0 %): eager \
+         attention recomputed in the last layers of backward is not yet traced op by op.",
+    ),
+    (
+        "draw/lora/pythia-1.4b/lora-r8-query_key_value/eager/none/b2-s1024-ga1",
+        "Forward activations over by 0.65 GB (8.50 GB estimated with the logits, 7.85 GB \
+         measured): GPT-NeoX eager attention under LoRA on the fused `query_key_value` \
+         projection; which saved tensor the estimate counts twice is not yet traced.",
+    ),
+    (
+        "draw/train/phi-2/amp_bf16/lion_8bit-foreach/eager/full/b2-s2048-ga1",
+        "The pattern of the first case: eager attention, full recomputation, the estimate's \
+         end-of-backward moment (all gradients and 4.1 GB of the first layer's backward) above \
+         the measured peak (10.5 GB of gradients, 2.3 GB of temporaries).",
+    ),
+    (
+        "draw/lora/qwen3-8b/lora-r8-q_proj+v_proj/sdpa/full/b4-s1024-ga2",
+        "Forward over by 1.0 GB: the estimate keeps the loss's fp32 logits and log-softmax \
+         beside the bf16 logits (10 B per logit, 6.2 GB) where 7.6 GB of activations are \
+         measured in all; not yet traced.",
+    ),
+];
 
 /// Why the worst held-out distributed cases are what they are (case id -> explanation).
 /// Written after the model was frozen; the model was not changed for them.
-const DIST_EXPLAINED: &[(&str, &str)] = &[
-    (
-        "dist/fsdp/llama-2-7b/g16/amp_bf16/full/b1-s2048",
-        "Under by 0.87 GB, all at the end of backward: the root unit's (embedding + LM head) \
+const DIST_EXPLAINED: &[(&str, &str)] = &[(
+    "dist/fsdp/llama-2-7b/g16/amp_bf16/full/b1-s2048",
+    "Under by 0.87 GB, all at the end of backward: the root unit's (embedding + LM head) \
          reduce-scatter input (0.81 GB in fp32) is measured alive together with 0.89 GB of \
          temporaries, where the model has only the first layer's backward transient (0.52 GB). \
          The same end-of-backward temporaries appear in the train split (HSDP qwen3-8b on 64 \
          GPUs, -5.7 %); which tensors they are is not yet traced, so nothing is modelled for \
          them.",
-    ),
-    (
-        "corner/dist/fsdp/deepseek-v2-lite/g64/amp_bf16/none/b1-s4096",
-        "Activations under by 5.1 GB (27.2 GB measured in forward, 22.1 GB estimated): \
-         DeepSeek-V2's MoE + MLA layer on the efficient-SDPA route (unequal query/key and \
-         value head dims). The layer's saved tensors were derived against single-GPU DeepSeek \
-         records taken on the math-SDPA route; regenerating those records on the CUDA route is \
-         scheduled with the single-GPU work (issue 14).",
-    ),
-];
+)];
 
 /// What each engine group of the distributed suite is.
 const ENGINES: &[(&str, &str)] = &[
@@ -63,10 +87,9 @@ const ENGINES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The distributed suite's section: the held-out budget per engine, the worst held-out
-/// cases with their explanations, and every record.
-fn distributed(o: &mut String) {
-    let res: Vec<CaseResult> = dist_records()
+/// The distributed records compared (records whose config fails are reported and skipped).
+fn dist_results() -> Vec<CaseResult> {
+    dist_records()
         .iter()
         .filter_map(|r| match compare(r) {
             Ok(c) => Some(c),
@@ -75,7 +98,12 @@ fn distributed(o: &mut String) {
                 None
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The distributed suite's section: the held-out budget per engine, the worst held-out
+/// cases with their explanations, and every record.
+fn distributed(o: &mut String, res: &[CaseResult]) {
     let _ = writeln!(
         o,
         "\n## Multi-GPU runs (distributed probe)\n\n\
@@ -116,7 +144,7 @@ fn distributed(o: &mut String) {
         "\n### Every multi-GPU record\n\nGB = 10^9 bytes; the most loaded rank's peak.\n\n\
          | case | split | measured peak GB | estimated GB | error |\n|---|---|---|---|---|"
     );
-    for r in &res {
+    for r in res {
         let _ = writeln!(
             o,
             "| `{}` | {} | {:.3} | {:.3} | {:+.2} % |",
@@ -179,41 +207,114 @@ fn main() {
                 .join(", ")
         })
         .unwrap_or_default();
-    let peak = error_stats(&res.iter().map(|r| r.peak.error).collect::<Vec<_>>());
-    let comp = |name: &str| {
+    let held: Vec<CaseResult> = res
+        .iter()
+        .filter(|r| r.split.as_deref() == Some("heldout"))
+        .cloned()
+        .collect();
+    let train: Vec<CaseResult> = res
+        .iter()
+        .filter(|r| r.split.as_deref() != Some("heldout"))
+        .cloned()
+        .collect();
+    let peak_of =
+        |set: &[CaseResult]| error_stats(&set.iter().map(|r| r.peak.error).collect::<Vec<_>>());
+    let comp = |set: &[CaseResult], name: &str| {
         error_stats(
-            &res.iter()
+            &set.iter()
                 .flat_map(|r| r.components.iter().filter(|c| c.name == name))
                 .map(|c| c.error)
                 .collect::<Vec<_>>(),
         )
     };
+    let peak = peak_of(&train);
     let mut o = String::new();
     let _ = writeln!(
         o,
         "# Accuracy\n\n\
          Generated by `cargo run -p gpu-mem-calc --bin accuracy`; the same numbers are asserted by \
-         `cargo test` (`core/tests/accuracy.rs`). Error = (estimate - measured) / measured.\n\n\
-         ## Probe records\n\n\
-         {} runs of Hugging Face `transformers` models measured by `probe/probe.py` ({versions}): \
-         live tensor bytes per phase under PyTorch's MemTracker on fake tensors, with the CUDA \
-         code paths emulated where CPU differs (see `probe/README.md`). Compared with the \
-         estimate's tensor-level peak (`peak_allocated_bytes`, no CUDA context or allocator cache).\n\n\
-         Budget: median |error| <= {:.0} %, 90th percentile <= {:.0} %, for the peak and for each \
-         measured component.\n\n\
-         | quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\
+         `cargo test` (`core/tests/accuracy.rs`, `core/tests/dist_accuracy.rs`). Error = \
+         (estimate - measured) / measured.\n\n\
+         ## Held out\n\n\
+         The single-GPU suite is {} runs of Hugging Face `transformers` models measured by \
+         `probe/probe.py` ({versions}): live tensor bytes per phase under PyTorch's MemTracker on \
+         fake tensors, with the CUDA code paths emulated where CPU differs (see `probe/README.md`), \
+         compared with the estimate's tensor-level peak (`peak_allocated_bytes`, no CUDA context \
+         or allocator cache). 77 were hand-picked; the rest are a seeded random draw over the \
+         supported option space (`probe/grid.py`: families from 135M to 70B parameters including \
+         MQA, MLA and MoE with and without shared experts, tied and untied embeddings; fp32, bf16, \
+         fp16, AMP bf16 / fp16; AdamW / Adam fused, foreach and for-loop, SGD, both Adafactors, \
+         bitsandbytes 8-bit AdamW and Lion; recomputation; eager / SDPA; gradient accumulation; \
+         LoRA target sets; inference with `logits_to_keep` 0 and 1 in fp32 / bf16 / fp16). \
+         {} of them (30 % of the suite, from the random draw, by a seeded shuffle) are **held \
+         out**: chosen before any modelling against the draw and not looked at while modelling \
+         (3 of them drawn later, when 6 hand-picked configs joined the train split).\n\n\
+         Budget on the held-out part: peak median |error| <= {:.0} %, p90 <= {:.0} %, max <= \
+         {:.0} %; forward activations median <= {:.0} %.\n\n\
+         | held-out quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\
          | peak {}\n| activations (forward) {}\n| optimizer states + step temporaries {}",
         res.len(),
+        held.len(),
+        HELDOUT_MEDIAN * 100.0,
+        HELDOUT_P90 * 100.0,
+        HELDOUT_MAX * 100.0,
+        HELDOUT_ACTIVATIONS_MEDIAN * 100.0,
+        stats_line(&peak_of(&held)),
+        stats_line(&comp(&held, "activations")),
+        stats_line(&comp(&held, "optimizer_states")),
+    );
+    group_table(&mut o, "held-out family", &held, |r| r.family.as_str());
+    group_table(&mut o, "held-out regime", &held, |r| r.regime.as_str());
+    let mut worst_held: Vec<&CaseResult> = held.iter().collect();
+    worst_held.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
+    let _ = writeln!(
+        o,
+        "\nThe first comparison of the held-out part (after modelling against the train part) \
+         gave peak median 0.06 %, p90 2.59 %, max 19.27 %: the worst, \
+         `draw/lora/qwen1.5-moe-a2.7b/lora-r64-all-linear/eager/none/b4-s1024-ga1`, counted \
+         LoRA adapters on Qwen1.5-MoE's 60 routed experts that PEFT does not create (transformers 5 \
+         fuses them into parameters, and PEFT converts `all-linear` to expert targets only for \
+         the families transformers converts from v4). The train split showed the same defect \
+         (+5.0 %, left alone at first); it was fixed from PEFT's source \
+         (`_convert_peft_config_moe`), checked against PEFT's own parameter counts on four MoE \
+         families (core/tests/engines.rs), not against the held-out record.\n\n\
+         Worst held-out cases now (explanations written after the held-out part was compared; \
+         the model was not changed for them):\n"
+    );
+    worst_cases(&mut o, &worst_held, 8, HELDOUT_EXPLAINED, "Below 2 %.");
+    let dist = dist_results();
+    let _ = writeln!(
+        o,
+        "\nMulti-GPU held-out runs (details below, in the multi-GPU section):\n\n\
+         | engine | cases | median abs error | p90 | max |\n|---|---|---|---|---|"
+    );
+    for (engine, _) in ENGINES {
+        let errs: Vec<f64> = dist
+            .iter()
+            .filter(|r| r.engine == *engine && r.split.as_deref() == Some("heldout"))
+            .map(|r| r.peak.error)
+            .collect();
+        let _ = writeln!(o, "| {engine} {}", stats_line(&error_stats(&errs)));
+    }
+    let _ = writeln!(
+        o,
+        "\n## The suite (train split)\n\n\
+         The {} single-GPU records the model was developed against (the hand-picked 77 and the \
+         random draw's train part). Budget: median |error| <= {:.0} %, 90th percentile <= {:.0} %, \
+         for the peak and for each measured component.\n\n\
+         | quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\
+         | peak {}\n| activations (forward) {}\n| optimizer states + step temporaries {}",
+        train.len(),
         BUDGET_MEDIAN * 100.0,
         BUDGET_P90 * 100.0,
         stats_line(&peak),
-        stats_line(&comp("activations")),
-        stats_line(&comp("optimizer_states")),
+        stats_line(&comp(&train, "activations")),
+        stats_line(&comp(&train, "optimizer_states")),
     );
-    group_table(&mut o, "family", &res, |r| r.family.as_str());
-    group_table(&mut o, "regime", &res, |r| r.regime.as_str());
+    group_table(&mut o, "family", &train, |r| r.family.as_str());
+    group_table(&mut o, "regime", &train, |r| r.regime.as_str());
 
-    let mut worst: Vec<&CaseResult> = res.iter().collect();
+    let mut worst: Vec<&CaseResult> = train.iter().collect();
     worst.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
     let _ = writeln!(o, "\n## Worst cases\n");
     worst_cases(
@@ -224,7 +325,7 @@ fn main() {
         "Not yet explained; below 2 %.",
     );
 
-    let mut worst_c: Vec<(&CaseResult, &calc_core::accuracy::Pair)> = res
+    let mut worst_c: Vec<(&CaseResult, &calc_core::accuracy::Pair)> = train
         .iter()
         .flat_map(|r| r.components.iter().map(move |c| (r, c)))
         .collect();
@@ -255,7 +356,7 @@ fn main() {
         o,
         "\n## Every record\n\nGB = 10^9 bytes. Phases: forward / backward / optimizer step \
          (training) or prefill / decode (inference), error of each.\n\n\
-         | case | measured peak GB | estimated GB | error | phase errors |\n|---|---|---|---|---|"
+         | case | split | measured peak GB | estimated GB | error | phase errors |\n|---|---|---|---|---|---|"
     );
     for r in &res {
         let phases = r
@@ -266,15 +367,14 @@ fn main() {
             .join(", ");
         let _ = writeln!(
             o,
-            "| `{}` | {:.3} | {:.3} | {:+.2} % | {phases} |",
+            "| `{}` | {} | {:.3} | {:.3} | {:+.2} % | {phases} |",
             r.id,
+            r.split.as_deref().unwrap_or(""),
             r.peak.measured as f64 / GB,
             r.peak.estimated as f64 / GB,
             r.peak.error * 100.0
         );
     }
-
-    distributed(&mut o);
 
     let _ = writeln!(
         o,
@@ -315,6 +415,9 @@ fn main() {
          matmul outputs and recomputes the rest, is not in the schema: full recomputation gives \
          45.5 GiB and none 139.6 GiB for the 82.4 GiB measured)."
     );
+
+    distributed(&mut o, &dist);
+
     std::fs::write(&path, o).unwrap_or_else(|e| panic!("{path}: {e}"));
     println!(
         "wrote {path}: {} records, peak median {:.2} %, p90 {:.2} %",

@@ -467,6 +467,15 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
             100.0 * e.utilization
         );
     }
+    if let Some(first) = e
+        .first_step_peak_bytes
+        .filter(|&f| f != e.peak_allocated_bytes)
+    {
+        out!(
+            "first iteration: peak allocated {} (the optimizer states are created by its step)",
+            fmt_gib(first)
+        );
+    }
     if e.cpu_memory_bytes > 0 {
         out!(
             "CPU memory per node for offloaded states: {}",

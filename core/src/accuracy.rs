@@ -57,6 +57,9 @@ pub struct Measured {
     /// Bytes the tracker sees that CUDA would not allocate (see `probe/README.md`).
     #[serde(default)]
     pub tracker_artifacts: IndexMap<String, u64>,
+    /// The first iteration's phases (training records of `probe/probe.py`), as `phases`.
+    #[serde(default)]
+    pub first_step: IndexMap<String, IndexMap<String, u64>>,
 }
 
 /// One probe record (a line of `tests/reference/probe_records.jsonl`).
@@ -347,6 +350,15 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
                 _ => {}
             }
         }
+    }
+    // the first iteration's peak (before the optimizer states exist)
+    let first = m
+        .first_step
+        .values()
+        .filter_map(|p| p.get("total").copied())
+        .max();
+    if let (Some(measured), Some(estimated)) = (first, est.first_step_peak_bytes) {
+        components.push(Pair::new("first_step", measured, estimated));
     }
     // the estimate's peak over the phases the record measured (a pipeline schedule's
     // record has one peak for forward and backward: its backward)

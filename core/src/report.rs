@@ -260,6 +260,14 @@ pub struct Estimate {
     pub mode: Mode,
     /// Trainable parameters (all of them, or the LoRA adapters; 0 for inference).
     pub trainable_params: u64,
+    /// Training: the highest allocation of the first iteration, before the optimizer states
+    /// exist (PyTorch optimizers create them in their first `step()`, `_init_group`): the
+    /// forward and backward phases without the optimizer states, and the optimizer step as
+    /// in every iteration. Equal to `peak_allocated_bytes` where the states exist from the
+    /// start (DeepSpeed ZeRO's `initialize_optimizer_states` at `deepspeed.initialize`).
+    /// `None` for inference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_step_peak_bytes: Option<u64>,
     /// vLLM serving capacity (inference with engine `vllm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving: Option<ServingEstimate>,
@@ -492,6 +500,25 @@ pub(crate) fn assemble(
         }
     }
     let serving_fits = best.serving.as_ref().is_none_or(|s| s.fits);
+    let first_step_peak_bytes = (mode == Mode::Training).then(|| {
+        let lazy_states = !matches!(
+            r.config.engine,
+            crate::config::Engine::Deepspeed(_) | crate::config::Engine::MegatronDeepspeed(_)
+        );
+        best.phases
+            .iter()
+            .map(|p| {
+                let all = p.allocated();
+                if lazy_states && p.name != PhaseName::OptimizerStep {
+                    let states = p.estimate().components.get("optimizer_states").copied();
+                    all - states.unwrap_or(0).min(all)
+                } else {
+                    all
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    });
     let l = &r.layout;
     Estimate {
         model: r.arch.clone(),
@@ -524,6 +551,7 @@ pub(crate) fn assemble(
         warnings,
         mode,
         trainable_params,
+        first_step_peak_bytes,
         serving: best.serving,
     }
 }

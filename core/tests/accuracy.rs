@@ -139,6 +139,21 @@ fn heldout_within_budget() {
     assert!(s.median <= HELDOUT_MEDIAN, "median {:.4}", s.median);
     assert!(s.p90 <= HELDOUT_P90, "p90 {:.4}", s.p90);
     assert!(s.max <= HELDOUT_MAX, "max {:.4}", s.max);
+    // the first iteration's peak (before the optimizer states exist), under the suite budget
+    let f = error_stats(
+        &res.iter()
+            .flat_map(|r| r.components.iter().filter(|c| c.name == "first_step"))
+            .map(|c| c.error)
+            .collect::<Vec<_>>(),
+    );
+    println!(
+        "held out, first iteration: {} cases, median {:.2} %, p90 {:.2} %",
+        f.count,
+        f.median * 100.0,
+        f.p90 * 100.0
+    );
+    assert!(f.count >= 60, "only {} first-iteration pairs", f.count);
+    assert!(f.median <= BUDGET_MEDIAN && f.p90 <= BUDGET_P90, "{f:?}");
     assert!(a.count >= 60, "only {} activation pairs", a.count);
     assert!(
         a.median <= HELDOUT_ACTIVATIONS_MEDIAN,
@@ -174,7 +189,7 @@ fn peak_within_error_budget() {
 #[test]
 fn components_within_error_budget() {
     let res = split("train");
-    for name in ["activations", "optimizer_states"] {
+    for name in ["activations", "optimizer_states", "first_step"] {
         let pairs: Vec<(&str, &Pair)> = res
             .iter()
             .flat_map(|r| {

@@ -617,6 +617,7 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
                 })}
             </tbody>
         </table>
+                <p id="first-step" class="model-info">{move || last_good.with(|e| e.as_ref().and_then(|e| e.first_step_peak_bytes.filter(|&f| f != e.peak_allocated_bytes)).map(|f| format!("First iteration: peak allocated {} (the optimizer states are created by its step; the steady state is above).", calc_core::units::fmt_gib(f))).unwrap_or_default())}</p>
                 <p id="trainable" class="model-info">{move || last_good.with(|e| e.as_ref().filter(|e| e.mode == calc_core::Mode::Training && e.trainable_params != e.params.total).map(|e| format!("Trainable (LoRA adapters): {} parameters", calc_core::units::fmt_int(e.trainable_params))).unwrap_or_default())}</p>
         <ul class="warnings">
             {move || last_good.with(|e| e.as_ref().map(|e| e.warnings.iter().map(|w| view! { <li>{w.clone()}</li> }).collect_view()))}

@@ -21,11 +21,15 @@ Two parts:
 `HELDOUT_FRACTION` of the suite as first drawn (71 hand-picked + 240 drawn), chosen from
 the random draw by a seeded shuffle (`HELDOUT_SEED`), is held out (`split: "heldout"`);
 the six LATER configs joined the train split afterwards, and `EXTRA_HELDOUT` further
-draws, all held out, keep the held-out part at 30 % (96 of 320): the model is not developed against it,
-and core/tests/accuracy.rs asserts the issue-14 budget on it (peak median <= 2 %,
+draws, all held out, keep the held-out part at 30 % (96 of 320). Per-op selective
+checkpointing (torchtitan "op") came with its model: SAC_DEV (11 configs it was developed
+against, train) and a seeded draw of SAC_DRAWS with a seeded shuffle holding out 30 % of
+the block (10). In all 106 of 351 are held out: the model is not developed against them,
+and core/tests/accuracy.rs asserts the issue-14 budget on them (peak median <= 2 %,
 p90 <= 5 %, max <= 15 %, activations median <= 3 %).
 """
 import json
+import math
 import os
 
 import random
@@ -113,6 +117,24 @@ LATER = [
     ("llama-3.2-1b", "amp_bf16"), ("llama-3.2-1b", "bf16"), ("llama-3.2-1b", "fp32"),
     ("qwen2.5-7b", "amp_bf16"), ("qwen2.5-7b", "bf16"), ("qwen2.5-7b", "fp32"),
 ]
+
+# per-op selective checkpointing (torchtitan "op"): the configs the model was developed
+# against (id, model, precision, attention, micro-batch, sequence)
+SAC_DEV = [
+    ("sac/llama-3.2-1b/bf16/sdpa/selective_op/b2-s2048", "llama-3.2-1b", "bf16", "sdpa", 2, 2048),
+    ("sac/llama-3.2-1b/amp_bf16/sdpa/selective_op/b1-s4096", "llama-3.2-1b", "amp_bf16", "sdpa", 1, 4096),
+    ("sac/qwen2.5-0.5b/bf16/eager/selective_op/b1-s1024", "qwen2.5-0.5b", "bf16", "eager", 1, 1024),
+    ("sacdev/qwen3-30b-a3b/bf16/sdpa/b1-s1024", "qwen3-30b-a3b", "bf16", "sdpa", 1, 1024),
+    ("sacdev/deepseek-v2-lite/bf16/sdpa/b1-s1024", "deepseek-v2-lite", "bf16", "sdpa", 1, 1024),
+    ("sacdev/mixtral-8x7b-v0.1/amp_bf16/sdpa/b1-s1024", "mixtral-8x7b-v0.1", "amp_bf16", "sdpa", 1, 1024),
+    ("sacdev/phi-3-mini-4k-instruct/bf16/sdpa/b2-s2048", "phi-3-mini-4k-instruct", "bf16", "sdpa", 2, 2048),
+    ("sacdev/gpt2/amp_bf16/sdpa/b4-s1024", "gpt2", "amp_bf16", "sdpa", 4, 1024),
+    ("sacdev/gemma-2-9b-it/bf16/eager/b1-s2048", "gemma-2-9b-it", "bf16", "eager", 1, 2048),
+    ("sacdev/phi-2/fp32/sdpa/b1-s2048", "phi-2", "fp32", "sdpa", 1, 2048),
+    ("sacdev/qwen2.5-7b/bf16/sdpa/b1-s4096", "qwen2.5-7b", "bf16", "sdpa", 1, 4096),
+]
+SAC_SEED = 1415
+SAC_DRAWS = 20
 
 I = [
     # model, batch, context, attention
@@ -352,6 +374,30 @@ def main():
             "hardware": {"num_gpus": 1},
         })
     draw(EXTRA_HELDOUT, "heldout")
+    # torchtitan's per-op selective checkpointing, added with its model: the configs it was
+    # developed against, then a seeded draw of its own, 30 % held out
+    for cid, model, prec, attn, b, s in SAC_DEV:
+        grid.append({"id": cid, "split": "train", "schema_version": 2, "model": {"preset": model},
+                     "training": {"micro_batch_size": b, "seq_len": s, "precision": prec,
+                                  "optimizer": "adamw", "optimizer_impl": "fused",
+                                  "activation_checkpointing": "selective_op", "attention": attn}})
+    sac_rng, start = random.Random(SAC_SEED), len(grid)
+    while len(grid) < start + SAC_DRAWS:
+        d = sample(sac_rng)
+        if d is None or not d[0].startswith("train/"):
+            continue
+        cfg = d[1]
+        cfg["training"]["activation_checkpointing"] = "selective_op"
+        cid = "draw/" + d[0].replace("/none/", "/selective_op/").replace("/full/", "/selective_op/")
+        if cid in seen:
+            continue
+        seen.add(cid)
+        grid.append(dict({"id": cid, "split": "train", "schema_version": 2}, **cfg))
+    order = list(range(start, len(grid)))
+    random.Random(SAC_SEED + 1).shuffle(order)
+    # 30 % of the whole block (its development configs included), all from its draw
+    for i in order[: math.ceil(HELDOUT_FRACTION * (len(SAC_DEV) + SAC_DRAWS))]:
+        grid[i]["split"] = "heldout"
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)
         f.write("\n")

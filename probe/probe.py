@@ -166,6 +166,32 @@ class PhaseTracker:
         self.mt._peak_mem = {d: s["Total"] for d, s in cur.items()}
 
 
+def torchtitan_op_sac_context():
+    """torchtitan's per-op selective activation checkpointing on one decoder layer
+    (torchtitan/models/llama/parallelize_llama.py `_apply_ac_to_transformer_block`, option
+    "op"; benchmarks/llama3_h100_202412_torchtitan.md): the outputs of the ops in `_save_list`
+    are saved, except every second `mm` of the layer; everything else is recomputed in
+    backward. The CPU flash kernel stands in for CUDA's (`_scaled_dot_product_flash_attention`
+    is on the list; the probe runs the CPU one)."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention.default,
+            aten._scaled_dot_product_flash_attention_for_cpu.default,
+            torch.ops._c10d_functional.reduce_scatter_tensor.default, aten.max.default}
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+        if func == aten.mm.default:
+            meta[key] += 1
+        to_save = func in save and not (func == aten.mm.default and meta[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if to_save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
 def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     t = cfg.get("training", {})
     precision = t.get("precision", "amp_bf16")
@@ -181,8 +207,12 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     dev = "cuda" if device == "cuda" else "cpu"
     with torch.device(dev):
                 model = build_model(model_cfg, weight_dtype, attention, device)
-    if t.get("activation_checkpointing", "none") == "full":
+    recompute = t.get("activation_checkpointing", "none")
+    if recompute == "full":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif recompute == "selective_op":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={
+            "use_reentrant": False, "context_fn": torchtitan_op_sac_context})
     model.train()
     lora = t.get("lora")
     if lora:

@@ -382,6 +382,18 @@ pub enum Recompute {
     /// Keep only each layer's input; recompute the layer in backward (HF
     /// `gradient_checkpointing`, Megatron `--recompute-granularity full`).
     Full,
+    /// torchtitan's per-op selective checkpointing (`selective_ac_option = "op"`): each
+    /// layer is checkpointed, but the outputs of its matmuls (every other `mm` in forward
+    /// order), of the SDPA kernel and of `max` are saved, the rest recomputed (PyTorch
+    /// `create_selective_checkpoint_contexts`). Hugging Face / torchtitan models only.
+    SelectiveOp,
+}
+
+impl Recompute {
+    /// Each decoder layer is checkpointed (recomputed in backward, wholly or in part).
+    pub fn checkpoints_layers(self) -> bool {
+        matches!(self, Recompute::Full | Recompute::SelectiveOp)
+    }
 }
 
 /// Attention implementation.
@@ -481,12 +493,13 @@ fn de_recompute<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Recompute, D::
             "none" => Ok(Recompute::None),
             "selective" => Ok(Recompute::Selective),
             "full" => Ok(Recompute::Full),
+            "selective_op" => Ok(Recompute::SelectiveOp),
             _ => Err(D::Error::custom(format!(
-                "unknown value {s:?}; expected \"none\", \"selective\" or \"full\""
+                "unknown value {s:?}; expected \"none\", \"selective\", \"selective_op\" or \"full\""
             ))),
         },
         v => Err(D::Error::custom(format!(
-            "expected \"none\", \"selective\", \"full\" or true/false, got {v}"
+            "expected \"none\", \"selective\", \"selective_op\", \"full\" or true/false, got {v}"
         ))),
     }
 }
@@ -948,6 +961,7 @@ choices!(Precision {
 choices!(Recompute {
     None => "none",
     Selective => "selective",
+    SelectiveOp => "selective per op (torchtitan)",
     Full => "full",
 });
 choices!(Attention {

@@ -637,6 +637,22 @@ fn check_training(config: &Config, e: &mut Errors) {
         1,
         limits::MAX_GRAD_ACCUM,
     );
+    if t.activation_checkpointing == crate::config::Recompute::SelectiveOp {
+        if config.engine.model().model_code() == crate::precision::ModelCode::Megatron {
+            e.add(
+                "training.activation_checkpointing",
+                "\"selective_op\"",
+                "torchtitan's per-op policy runs on PyTorch models (ddp, fsdp, deepspeed engines); Megatron recomputes with \"selective\" or \"full\"",
+            );
+        }
+        if t.lora.is_some() {
+            e.add(
+                "training.activation_checkpointing",
+                "\"selective_op\"",
+                "per-op selective checkpointing with LoRA is not modelled (the adapters' matmuls change which outputs the policy saves); use \"full\" or \"none\"",
+            );
+        }
+    }
     if t.optimizer_in_backward && t.gradient_accumulation_steps > 1 {
         e.add(
             "training.optimizer_in_backward",

@@ -22,7 +22,7 @@
 //! cuBLAS workspace, NCCL buffers, allocator reserve) are added by [`crate::report`].
 
 use crate::activations::{self, ActCtx, ModelCode};
-use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, Recompute, WeightFormat};
+use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, WeightFormat};
 use crate::engines::{EngineModel, States};
 use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
@@ -143,7 +143,11 @@ fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) 
     }
     let source =
         "torch.autocast: a half copy of each fp32 linear weight per matmul, saved for backward";
-    let full = r.config.training.activation_checkpointing == Recompute::Full;
+    let full = r
+        .config
+        .training
+        .activation_checkpointing
+        .checkpoints_layers();
     // transformers' fused routed experts multiply with `grouped_mm`, which autocast does not
     // cast (integrations/moe.py `_grouped_mm`): they run on the fp32 weights, no copies
     let experts = if r.model_code == crate::precision::ModelCode::Transformers {
@@ -343,7 +347,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         parts.push(n(count, label) * n(one, "B per layer"));
         transients.push(activations::backward_transient(c, kind));
         forward.push(activations::forward_transient(c, kind));
-        if c.recompute != Recompute::Full {
+        if !c.recompute.checkpoints_layers() {
             saved.push(n(one, "B saved by one layer"));
         }
     }

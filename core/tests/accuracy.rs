@@ -88,6 +88,7 @@ fn reference_suite_is_broad() {
         "/sdpa/",
         "/none/",
         "/full/",
+        "/selective_op/",
         "-s512",
         "-s8192",
         "-ga2",

@@ -930,3 +930,38 @@ fn lora_all_linear_on_moe_follows_peft() {
         212_992
     );
 }
+
+// ------------------------------------------------------------- per-op selective AC
+
+/// torchtitan's per-op selective checkpointing on Llama-3.2-1B (bf16, SDPA, b2 s2048):
+/// beside each layer's input it keeps the outputs of the 1st, 3rd, 5th and 7th `mm` (q
+/// 2048, v 512, gate 8192, down 2048 columns: 12 800 x 2 B = 25 600 B per token), the SDPA
+/// output (2048 x 2 B) and its fp32 logsumexp (32 heads x 4 B): 29 824 B per token per
+/// layer, x 4096 tokens x 16 layers = 1 954 545 664 B over full recomputation (the probe
+/// measures 1 954.6 MB, tests/reference sac/llama-3.2-1b/bf16/...).
+#[test]
+fn selective_op_keeps_every_other_matmul_output() {
+    let run = |rc: &str| {
+        est(json!({"model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 2, "seq_len": 2048, "precision": "bf16",
+                         "activation_checkpointing": rc, "attention": "sdpa"}}))
+    };
+    let act = |e: &Estimate| phase(e, "forward").components["activations"];
+    assert_eq!(act(&run("selective_op")) - act(&run("full")), 1_954_545_664);
+    // Qwen2.5-0.5B: q, k, v carry a bias (addmm, not saved); eager attention runs bmm:
+    // o (1st mm, 896) and up (3rd, 4864): 11 520 B per token per layer
+    let q = |rc: &str| {
+        est(json!({"model": {"preset": "qwen2.5-0.5b"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": "bf16",
+                         "activation_checkpointing": rc, "attention": "eager"}}))
+    };
+    assert_eq!(
+        act(&q("selective_op")) - act(&q("full")),
+        24 * 1024 * 11_520
+    );
+    // LoRA and Megatron are refused with the field named
+    let err = calc_core::estimate(&cfg(json!({"model": {"preset": "llama-3.2-1b"},
+        "training": {"activation_checkpointing": "selective_op", "lora": {}}})))
+    .unwrap_err();
+    assert_eq!(err[0].field, "training.activation_checkpointing");
+}

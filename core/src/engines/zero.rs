@@ -298,7 +298,11 @@ impl ZeroOptions {
             );
             s.gathered = Term::new(bytes(b.weight) * self.live_elements(p), GATHER_SOURCE);
             if p.expert > 0
-                && r.config.training.activation_checkpointing != crate::config::Recompute::Full
+                && !r
+                    .config
+                    .training
+                    .activation_checkpointing
+                    .checkpoints_layers()
             {
                 // transformers' fused expert tensors are used by grouped_mm, whose autograd
                 // node saves the gathered weight itself; DeepSpeed's zero3_linear_wrap

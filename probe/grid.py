@@ -24,7 +24,8 @@ the six LATER configs joined the train split afterwards, and `EXTRA_HELDOUT` fur
 draws, all held out, keep the held-out part at 30 % (96 of 320). Per-op selective
 checkpointing (torchtitan "op") came with its model: SAC_DEV (11 configs it was developed
 against, train) and a seeded draw of SAC_DRAWS with a seeded shuffle holding out 30 % of
-the block (10). In all 106 of 351 are held out: the model is not developed against them,
+the block (10); activation offloading likewise (OFF_DEV, 3; OFF_DRAWS, 10; 4 held out).
+In all 110 of 364 are held out: the model is not developed against them,
 and core/tests/accuracy.rs asserts the issue-14 budget on them (peak median <= 2 %,
 p90 <= 5 %, max <= 15 %, activations median <= 3 %).
 """
@@ -135,6 +136,15 @@ SAC_DEV = [
 ]
 SAC_SEED = 1415
 SAC_DRAWS = 20
+# activation offloading: the configs it was developed against (id, model, precision,
+# recomputation, micro-batch, sequence), then a seeded draw of its own, 30 % held out
+OFF_DEV = [
+    ("off/llama-3.2-1b/bf16/full/b2-s2048/true", "llama-3.2-1b", "bf16", "full", 2, 2048),
+    ("off/llama-3.2-1b/bf16/selective_op/b2-s2048/true", "llama-3.2-1b", "bf16", "selective_op", 2, 2048),
+    ("off/qwen2.5-7b/amp_bf16/full/b1-s4096/true", "qwen2.5-7b", "amp_bf16", "full", 1, 4096),
+]
+OFF_SEED = 1416
+OFF_DRAWS = 10
 
 I = [
     # model, batch, context, attention
@@ -397,6 +407,31 @@ def main():
     random.Random(SAC_SEED + 1).shuffle(order)
     # 30 % of the whole block (its development configs included), all from its draw
     for i in order[: math.ceil(HELDOUT_FRACTION * (len(SAC_DEV) + SAC_DRAWS))]:
+        grid[i]["split"] = "heldout"
+    # activation offloading (save_on_cpu around each checkpointed layer), the same way
+    for cid, model, prec, rec, b, s in OFF_DEV:
+        grid.append({"id": cid, "split": "train", "schema_version": 2, "model": {"preset": model},
+                     "training": {"micro_batch_size": b, "seq_len": s, "precision": prec,
+                                  "optimizer": "adamw", "optimizer_impl": "fused",
+                                  "activation_checkpointing": rec, "attention": "sdpa",
+                                  "activation_offloading": True}})
+    off_rng, start = random.Random(OFF_SEED), len(grid)
+    while len(grid) < start + OFF_DRAWS:
+        d = sample(off_rng)
+        if d is None or not (d[0].startswith("train/") or d[0].startswith("lora/")):
+            continue
+        cfg = d[1]
+        rec = choice(off_rng, [("full", 2), ("selective_op", 1)]) if "lora" not in cfg["training"] else "full"
+        cfg["training"]["activation_checkpointing"] = rec
+        cfg["training"]["activation_offloading"] = True
+        cid = "draw/" + d[0].replace("/none/", f"/{rec}-offload/").replace("/full/", f"/{rec}-offload/")
+        if cid in seen:
+            continue
+        seen.add(cid)
+        grid.append(dict({"id": cid, "split": "train", "schema_version": 2}, **cfg))
+    order = list(range(start, len(grid)))
+    random.Random(OFF_SEED + 1).shuffle(order)
+    for i in order[: math.ceil(HELDOUT_FRACTION * (len(OFF_DEV) + OFF_DRAWS))]:
         grid[i]["split"] = "heldout"
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)

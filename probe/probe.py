@@ -166,6 +166,24 @@ class PhaseTracker:
         self.mt._peak_mem = {d: s["Total"] for d, s in cur.items()}
 
 
+class HostSavedTensors(torch.autograd.graph.saved_tensors_hooks):
+    """`torch.autograd.graph.save_on_cpu(pin_memory=True)` as it behaves on a GPU, for the
+    probe whose "GPU" is the CPU: a saved tensor leaves device memory when it is packed (its
+    pinned host copy is not device memory, so only its shape is kept here) and comes back as
+    a new device tensor when backward unpacks it (transformers
+    `activation_checkpointing_enable(offload=True)` wraps each layer's checkpoint in it)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(tensor):
+            return (tensor.size(), tensor.dtype, tensor.device)
+
+        def unpack(packed):
+            size, dtype, device = packed
+            return torch.empty(size, dtype=dtype, device=device)
+
+        super().__init__(pack, unpack)
+
+
 def torchtitan_op_sac_context():
     """torchtitan's per-op selective activation checkpointing on one decoder layer
     (torchtitan/models/llama/parallelize_llama.py `_apply_ac_to_transformer_block`, option
@@ -208,11 +226,15 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     with torch.device(dev):
                 model = build_model(model_cfg, weight_dtype, attention, device)
     recompute = t.get("activation_checkpointing", "none")
+    offload = bool(t.get("activation_offloading", False))
+    if offload:
+        import transformers.modeling_utils as mu
+        mu.save_on_cpu = HostSavedTensors
     if recompute == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable({"use_reentrant": False}, offload=offload)
     elif recompute == "selective_op":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={
-            "use_reentrant": False, "context_fn": torchtitan_op_sac_context})
+        model.activation_checkpointing_enable(
+            {"use_reentrant": False, "context_fn": torchtitan_op_sac_context}, offload=offload)
     model.train()
     lora = t.get("lora")
     if lora:

@@ -544,13 +544,20 @@ pub fn layer_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
     v
 }
 
+/// A layer's input as a checkpoint saves it: `b x s x h` in the residual dtype (divided
+/// by TP with sequence parallelism).
+pub fn layer_input_bytes(c: &ActCtx) -> u64 {
+    c.tokens() * c.arch.hidden_size * c.residual / c.sp_div()
+}
+
 /// Bytes one layer keeps under the configured recomputation.
 ///
 /// * none / selective: [`layer_saved`];
 /// * full: the layer input only (`b x s x h`, divided by TP with SP under Megatron;
-///   Korthikanti Sec. 5: "2sbh per layer").
+///   Korthikanti Sec. 5: "2sbh per layer");
+/// * selective_op: the input and [`op_sac_saved`].
 pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
-    let input = || c.tokens() * c.arch.hidden_size * c.residual / c.sp_div();
+    let input = || layer_input_bytes(c);
     match c.recompute {
         Recompute::Full => input(),
         Recompute::SelectiveOp => {

@@ -447,6 +447,13 @@ pub struct Training {
     /// Default `none`. Also accepts `true` (= full) and `false`.
     #[serde(deserialize_with = "de_recompute")]
     pub activation_checkpointing: Recompute,
+    /// Keep each checkpointed layer's saved input in pinned host memory instead of on the
+    /// GPU (`torch.autograd.graph.save_on_cpu` around the layer's checkpoint: transformers
+    /// `activation_checkpointing_enable(offload=True)`, torchtune
+    /// `enable_activation_offloading` with checkpointing); backward copies it back one layer
+    /// at a time. Needs `activation_checkpointing` `full` or `selective_op`. Default false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub activation_offloading: bool,
     /// Default `sdpa`.
     pub attention: Attention,
     /// Default `standard`.
@@ -478,6 +485,7 @@ impl Default for Training {
             attention: Attention::default(),
             loss: LossImpl::default(),
             accumulate_grads_in_fp32: None,
+            activation_offloading: false,
             optimizer_in_backward: false,
             lora: None,
         }

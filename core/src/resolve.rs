@@ -653,6 +653,22 @@ fn check_training(config: &Config, e: &mut Errors) {
             );
         }
     }
+    if t.activation_offloading {
+        if !t.activation_checkpointing.checkpoints_layers() {
+            e.add(
+                "training.activation_offloading",
+                "true",
+                "offloads what checkpointed layers save: set activation_checkpointing to \"full\" or \"selective_op\"",
+            );
+        }
+        if config.engine.model().model_code() == crate::precision::ModelCode::Megatron {
+            e.add(
+                "training.activation_offloading",
+                "true",
+                "is modelled for PyTorch models (ddp, fsdp, deepspeed engines), not Megatron's",
+            );
+        }
+    }
     if t.optimizer_in_backward && t.gradient_accumulation_steps > 1 {
         e.add(
             "training.optimizer_in_backward",

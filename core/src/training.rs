@@ -331,11 +331,15 @@ struct ActivationResult {
     /// stay alive while its own backward runs); 0 under full recomputation, where the
     /// backward transient holds the recomputed ones.
     layer_saved: Expr,
+    /// The layer inputs kept in pinned host memory (`training.activation_offloading`).
+    offloaded: Term,
 }
 
 fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     let mut parts = Vec::new();
     let (mut transients, mut forward, mut saved) = (Vec::new(), Vec::new(), Vec::new());
+    let offload = r.config.training.activation_offloading;
+    let mut host = Vec::new();
     for (kind, count, label) in [
         (FfnKind::Dense, st.dense_layers, "dense layers"),
         (FfnKind::Moe, st.moe_layers, "MoE layers"),
@@ -344,8 +348,19 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             continue;
         }
         let one = activations::layer_bytes(c, kind);
-        parts.push(n(count, label) * n(one, "B per layer"));
-        transients.push(activations::backward_transient(c, kind));
+        if offload {
+            // save_on_cpu packs the checkpoint's input to host memory; backward unpacks one
+            // layer's input to the GPU at a time, for its recomputation
+            let input = activations::layer_input_bytes(c);
+            parts.push(n(count, label) * n(one - input, "B per layer on the GPU"));
+            host.push(n(count, label) * n(input, "B of layer input"));
+            transients.push(
+                activations::backward_transient(c, kind) + n(input, "B of the unpacked input"),
+            );
+        } else {
+            parts.push(n(count, label) * n(one, "B per layer"));
+            transients.push(activations::backward_transient(c, kind));
+        }
         forward.push(activations::forward_transient(c, kind));
         if !c.recompute.checkpoints_layers() {
             saved.push(n(one, "B saved by one layer"));
@@ -466,6 +481,10 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         transient: activations::max_bytes(transients),
         forward_transient: activations::max_bytes(forward),
         layer_saved: activations::max_bytes(saved),
+        offloaded: Term::new(
+            Expr::sum(host),
+            "torch.autograd.graph.save_on_cpu (transformers activation_checkpointing_enable(offload=True), torchtune activation offloading): each checkpointed layer's input in pinned host memory",
+        ),
     }
 }
 
@@ -608,6 +627,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     };
     let c = act_ctx(r);
     let act = stage_activations(r, st, &c);
+    if !act.offloaded.is_zero() {
+        s.cpu = s.cpu.clone() + act.offloaded.clone();
+    }
     let loss = if st.has_head {
         let l = loss_memory(r, &c);
         if st.mtp_layers > 0 {

@@ -244,12 +244,14 @@ fn main() {
          supported option space (`probe/grid.py`: families from 135M to 70B parameters including \
          MQA, MLA and MoE with and without shared experts, tied and untied embeddings; fp32, bf16, \
          fp16, AMP bf16 / fp16; AdamW / Adam fused, foreach and for-loop, SGD, both Adafactors, \
-         bitsandbytes 8-bit AdamW and Lion; none / full recomputation and, in a block of its own, \
-         torchtitan's per-op selective checkpointing; eager / SDPA; gradient accumulation; LoRA \
+         bitsandbytes 8-bit AdamW and Lion; none / full recomputation and, in blocks of their \
+         own, torchtitan's per-op selective checkpointing and activation offloading; eager / SDPA; \
+         gradient accumulation; LoRA \
          target sets; inference with `logits_to_keep` 0 and 1 in fp32 / bf16 / fp16). {} of them \
          (30 % of the suite, all from the draws, by seeded shuffles) are **held out**: chosen \
          before any modelling against the draws and not looked at while modelling (3 drawn later, \
-         when 6 hand-picked configs joined the train split; 10 of the per-op block).\n\n\
+         when 6 hand-picked configs joined the train split; 10 of the per-op block, 4 of the \
+         offloading block).\n\n\
          Budget on the held-out part: peak median |error| <= {:.0} %, p90 <= {:.0} %, max <= \
          {:.0} %; forward activations median <= {:.0} %.\n\n\
          | held-out quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\

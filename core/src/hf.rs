@@ -353,6 +353,17 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
                 Sliding::AllLayers | Sliding::None => true,
             })
             .collect();
+        // an explicit `layer_types` (transformers 5 writes it into every config it saves)
+        // is what the model builds its layers from
+        if let Some(types) = r.get("layer_types").and_then(Value::as_array)
+            && types.len() as u64 == layers
+            && types.iter().all(Value::is_string)
+        {
+            a.sliding_layers = types
+                .iter()
+                .map(|t| t.as_str() == Some("sliding_attention"))
+                .collect();
+        }
     }
     Some(a)
 }
@@ -598,6 +609,29 @@ fn parse_gemma3(r: &Reader) -> Option<ModelArch> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn explicit_layer_types_decide_the_sliding_layers() {
+        // Gemma-2's rule makes layer 0 sliding; an explicit layer_types list wins
+        let base = json!({"model_type": "gemma2", "num_hidden_layers": 4, "sliding_window": 512});
+        let a = parse_hf_config(&base).unwrap();
+        assert_eq!(a.sliding_layers, vec![true, false, true, false]);
+        let mut v = base.clone();
+        v["layer_types"] = json!([
+            "full_attention",
+            "full_attention",
+            "sliding_attention",
+            "full_attention"
+        ]);
+        let a = parse_hf_config(&v).unwrap();
+        assert_eq!(a.sliding_layers, vec![false, false, true, false]);
+        // a list of the wrong length is left to the family's rule
+        v["layer_types"] = json!(["full_attention"]);
+        assert_eq!(
+            parse_hf_config(&v).unwrap().sliding_layers,
+            vec![true, false, true, false]
+        );
+    }
 
     #[test]
     fn unknown_family_lists_supported() {

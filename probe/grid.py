@@ -25,7 +25,7 @@ draws, all held out, keep the held-out part at 30 % (96 of 320). Per-op selectiv
 checkpointing (torchtitan "op") came with its model: SAC_DEV (11 configs it was developed
 against, train) and a seeded draw of SAC_DRAWS with a seeded shuffle holding out 30 % of
 the block (10); activation offloading likewise (OFF_DEV, 3; OFF_DRAWS, 10; 4 held out).
-In all 110 of 364 are held out: the model is not developed against them,
+gpt-oss likewise (GOSS_DEV, 4; GOSS_DRAWS, 8; 4 held out). In all 114 of 376 are held out: the model is not developed against them,
 and core/tests/accuracy.rs asserts the issue-14 budget on them (peak median <= 2 %,
 p90 <= 5 %, max <= 15 %, activations median <= 3 %).
 """
@@ -145,6 +145,16 @@ OFF_DEV = [
 ]
 OFF_SEED = 1416
 OFF_DRAWS = 10
+# gpt-oss (attention sinks, clamped SwiGLU experts), added with its family: the configs it
+# was developed against (id, config), then a seeded draw of its own, 30 % held out
+GOSS_DEV = [
+    ("goss/bf16/eager/none/b1-s1024", {"training": {"micro_batch_size": 1, "seq_len": 1024, "precision": "bf16", "optimizer": "adamw", "optimizer_impl": "fused", "activation_checkpointing": "none", "attention": "eager"}}),
+    ("goss/amp_bf16/eager/full/b1-s2048", {"training": {"micro_batch_size": 1, "seq_len": 2048, "precision": "amp_bf16", "optimizer": "adamw", "optimizer_impl": "fused", "activation_checkpointing": "full", "attention": "eager"}}),
+    ("goss/bf16/lora-attn/eager/none/b2-s1024", {"training": {"micro_batch_size": 2, "seq_len": 1024, "precision": "bf16", "optimizer": "adamw", "optimizer_impl": "foreach", "activation_checkpointing": "none", "attention": "eager", "lora": {"rank": 8, "target_modules": "all-linear"}}}),
+    ("goss/infer/bf16/eager/b2-c2048", {"mode": "inference", "inference": {"batch_size": 2, "context_len": 2048, "prompt_len": 2044, "attention": "eager", "weight_format": "bf16"}}),
+]
+GOSS_SEED = 1417
+GOSS_DRAWS = 8
 
 I = [
     # model, batch, context, attention
@@ -207,6 +217,13 @@ HF = {
                     "num_hidden_layers": 24, "num_attention_heads": 16, "rotary_pct": 0.25,
                     "vocab_size": 50304, "max_position_embeddings": 2048, "use_parallel_residual": True,
                     "tie_word_embeddings": False, "hidden_act": "gelu", "layer_norm_eps": 1e-5},
+    "gpt-oss-20b": {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+                    "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8,
+                    "head_dim": 64, "num_local_experts": 32, "num_experts_per_tok": 4,
+                    "vocab_size": 201088, "sliding_window": 128,
+                    "layer_types": ["sliding_attention", "full_attention"] * 12,
+                    "tie_word_embeddings": False, "attention_bias": True, "swiglu_limit": 7.0,
+                    "max_position_embeddings": 131072, "rope_theta": 150000, "rms_norm_eps": 1e-5},
     "glm-4-9b-0414": {"model_type": "glm4", "hidden_size": 4096, "intermediate_size": 13696,
                       "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
                       "head_dim": 128, "partial_rotary_factor": 0.5, "attention_bias": True,
@@ -432,6 +449,24 @@ def main():
     order = list(range(start, len(grid)))
     random.Random(OFF_SEED + 1).shuffle(order)
     for i in order[: math.ceil(HELDOUT_FRACTION * (len(OFF_DEV) + OFF_DRAWS))]:
+        grid[i]["split"] = "heldout"
+    # gpt-oss, the same way (transformers runs it eager or with a flash kernel with sinks)
+    for cid, cfg in GOSS_DEV:
+        grid.append(dict({"id": cid, "split": "train", "schema_version": 2,
+                          "model": model_section("gpt-oss-20b")}, **cfg))
+    global MODELS
+    all_models, MODELS = MODELS, [("gpt-oss-20b", 1, 20.9, ("eager",))]
+    goss_rng, start = random.Random(GOSS_SEED), len(grid)
+    while len(grid) < start + GOSS_DRAWS:
+        d = sample(goss_rng)
+        if d is None or "draw/" + d[0] in seen:
+            continue
+        seen.add("draw/" + d[0])
+        grid.append(dict({"id": "draw/" + d[0], "split": "train", "schema_version": 2}, **d[1]))
+    MODELS = all_models
+    order = list(range(start, len(grid)))
+    random.Random(GOSS_SEED + 1).shuffle(order)
+    for i in order[: math.ceil(HELDOUT_FRACTION * (len(GOSS_DEV) + GOSS_DRAWS))]:
         grid[i]["split"] = "heldout"
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)

@@ -350,7 +350,23 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     } else {
         push(v, "v", v_elems * c.act);
     }
-    if eager {
+    if eager && a.gpt_oss_blocks() {
+        if !selective {
+            // gpt-oss eager_attention_forward: the sink column joins the scores, the row max
+            // is subtracted (max keeps its int64 indices), softmax runs in the combined
+            // dtype (fp32 when the fp32 sinks or mask join half scores) and keeps its
+            // output; `.to(value dtype)` copies the s columns back to half
+            let s2 = c.score_elems();
+            let rows = c.b * heads * c.s;
+            let combined = if c.residual == 4 { 4 } else { c.act };
+            let half_copy = if combined > c.act { s2 * c.act } else { 0 };
+            push(v, "attention_probs", (s2 + rows) * combined + half_copy);
+            push(v, "sink_max_indices", rows * 8);
+            if kv < heads {
+                push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);
+            }
+        }
+    } else if eager {
         if !selective {
             // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
             // half copy the second matmul keeps (one tensor when already fp32).
@@ -452,6 +468,11 @@ fn mlp_saved_split(
             let down_input = lora_input(c, down, t, i).unwrap_or(t * i * c.linear_input);
             match a.mlp {
                 // gate (act input), act(gate), up (mul inputs), product (down_proj input)
+                MlpKind::Gated if a.gpt_oss_blocks() => {
+                    // gpt-oss `_apply_gate`: gate_up output (2I), clamped gate, its
+                    // sigmoid, up + 1 and their product (I each), and the down input
+                    push(v, "gated_mlp", t * i * 6 * c.act + down_input)
+                }
                 MlpKind::Gated => push(v, "gated_mlp", t * i * 3 * c.act + down_input),
                 // fc1 output (activation input) and activation output (fc2 input); for
                 // `gelu_new`, the intermediates of its formula too
@@ -473,11 +494,13 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     let t = c.tokens();
     let h = a.hidden_size;
     // router input (shared with the experts' input) and fp32 router probabilities
-    push(
-        v,
-        "router",
-        shared_linear_input(c, t * h, 1) + t * m.num_experts * 4,
-    );
+    // (a frozen router, LoRA, keeps no input: its input's gradient needs only the weight)
+    let router_input = if c.lora.is_some() {
+        0
+    } else {
+        shared_linear_input(c, t * h, 1)
+    };
+    push(v, "router", router_input + t * m.num_experts * 4);
     if a.router_fp32() && c.code == ModelCode::Transformers {
         // DeepSeek's gate: fp32 copies of the half input and router weight, kept by the
         // fp32 linear (an fp32 model's `.type(float32)` returns the tensors themselves;
@@ -510,7 +533,15 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     } else {
         *c
     };
-    push(v, "expert_inputs", routed * h * e.linear_input);
+    // a frozen expert's grouped_mm needs only its weight for the input's gradient (LoRA
+    // without expert adapters): it keeps no input
+    let frozen_experts = c.lora.is_some_and(|lo| {
+        let (_, _, _, down) = a.mlp_names();
+        !crate::lora::name_targeted(a, &format!("experts.{down}"), lo)
+    });
+    if !frozen_experts {
+        push(v, "expert_inputs", routed * h * e.linear_input);
+    }
     mlp_saved_split(&e, v, routed, m.moe_intermediate_size, true, c.etp);
     push(v, "expert_outputs", routed * h * e.act);
     if m.shared_expert_intermediate_size > 0 {

@@ -241,6 +241,12 @@ pub struct Family {
     /// deepseek_v2 / v3 through the qwen2_moe pattern), and PEFT maps LoRA targets named
     /// after the v4 modules to the fused experts and the router (see [`crate::lora`]).
     pub peft_moe_conversion: bool,
+    /// gpt-oss: a learned sink logit per head (`self_attn.sinks`) joins every row of the
+    /// eager attention scores (`torch.cat([attn_weights, sinks], -1)`), whose softmax runs
+    /// in the scores' dtype (modeling_gpt_oss.py `eager_attention_forward`); the router has
+    /// a bias; the experts' GLU clamps gate and up and computes `(up + 1) * gate *
+    /// sigmoid(gate * alpha)` (`GptOssExperts._apply_gate`).
+    pub gpt_oss_blocks: bool,
     /// A multimodal wrapper, and the family its language model's names and flags come from.
     pub wrapper: Option<(Wrapper, &'static str)>,
 }
@@ -261,6 +267,7 @@ const fn row(model_type: &'static str, defaults: FamilyDefaults) -> Family {
         rotary_concatenates: false,
         router_fp32: false,
         peft_moe_conversion: false,
+        gpt_oss_blocks: false,
         wrapper: None,
     }
 }
@@ -284,6 +291,8 @@ pub const FAMILIES: &[Family] = &[
                         fam(151936,  4096, 22016,  32,    32,   0,   128,    32768,   false, "silu",              false,   0)) },
     Family { structure: qwen3_moe, sliding: Sliding::Qwen, peft_moe_conversion: true, ..row("qwen3_moe",
                         fam(151936,  2048, 6144,   24,    32,   4,   0,      32768,   false, "silu",              false,   0)) },
+    Family { structure: gpt_oss, sliding: Sliding::EveryOther, norm_scales_in_fp32: true, gpt_oss_blocks: true, ..row("gpt_oss",
+                        fam(201088,  2880, 2880,   36,    64,   8,   64,     131072,  false, "silu",              true,    128)) },
     Family { structure: gemma, norm_scales_in_fp32: true,
              keys: Keys { hidden_act: &["hidden_activation", "hidden_act"], ..KEYS }, ..row("gemma",
                         fam(256000,  3072, 24576,  28,    16,   0,   256,    8192,    true,  "gelu_pytorch_tanh", false,   0)) },
@@ -375,6 +384,10 @@ impl ModelArch {
     pub fn logit_softcapping(&self) -> bool {
         self.family().logit_softcapping
     }
+    /// See [`Family::gpt_oss_blocks`].
+    pub fn gpt_oss_blocks(&self) -> bool {
+        self.family().gpt_oss_blocks
+    }
     /// See [`Family::router_fp32`].
     pub fn router_fp32(&self) -> bool {
         self.family().router_fp32
@@ -411,6 +424,27 @@ fn mixtral(r: &Reader, a: &mut ModelArch) -> Option<()> {
     a.moe = Some(Moe {
         num_experts: r.count_or(&["num_local_experts"], 8),
         num_experts_per_tok: r.count_or(&["num_experts_per_tok"], 2),
+        moe_intermediate_size: a.intermediate_size,
+        shared_expert_intermediate_size: 0,
+        shared_expert_gate: false,
+        first_k_dense_replace: 0,
+        moe_layer_freq: 1,
+        mlp_only_layers: Vec::new(),
+        qwen_layer_rule: false,
+    });
+    Some(())
+}
+
+/// gpt-oss (transformers GptOssConfig / modeling_gpt_oss.py): biased q/k/v/o projections
+/// (`attention_bias`, default true), `num_local_experts` experts with biases, top
+/// `num_experts_per_tok` (the checkpoint's `experts_per_token`), expert width
+/// `intermediate_size`.
+fn gpt_oss(r: &Reader, a: &mut ModelArch) -> Option<()> {
+    attention_bias(r, a, true);
+    a.mlp_bias = true;
+    a.moe = Some(Moe {
+        num_experts: r.count_or(&["num_local_experts"], 128),
+        num_experts_per_tok: r.count_or(&["num_experts_per_tok", "experts_per_token"], 4),
         moe_intermediate_size: a.intermediate_size,
         shared_expert_intermediate_size: 0,
         shared_expert_gate: false,

@@ -178,11 +178,18 @@ pub fn forward_workspace(
         let per_seq = tokens / batch_rows.max(1);
         let converted = if act == 2 && !fp16 { 4 } else { 0 };
         let half = if act < 4 { act } else { 0 };
+        // gpt-oss (eager_attention_forward with sinks): the scores, the sink-joined scores
+        // less their row max, and their softmax in the same dtype are alive at once
+        let per_score = if arch.gpt_oss_blocks() {
+            3 * act
+        } else {
+            (act + converted + 4).max(act + 4 + half)
+        };
         n(batch_rows, "sequences")
             * n(heads, "heads")
             * n(per_seq, "queries")
             * n(kv_len, "keys")
-            * bytes((act + converted + 4).max(act + 4 + half))
+            * bytes(per_score)
     } else {
         Expr::zero()
     };

@@ -26,9 +26,8 @@ pub fn matches(name: &str, target: &str) -> bool {
 
 /// Linear modules of the decoder layers, by name (what `target_modules` may name).
 pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
-    let inv = a.inventory();
     let mut names: Vec<String> = Vec::new();
-    for g in inv.dense_layer.iter().chain(inv.moe_layer.iter()) {
+    for g in &present_groups(a) {
         if matches!(g.shape, Shape::Linear { .. }) {
             let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
             for n in [g.name.clone(), leaf] {
@@ -39,6 +38,20 @@ pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
         }
     }
     names
+}
+
+/// The parameter groups of the decoder layers the model has (a model without dense layers,
+/// gpt-oss or Mixtral, has no dense MLP modules to target).
+fn present_groups(a: &ModelArch) -> Vec<ParamGroup> {
+    let inv = a.inventory();
+    let mut g = Vec::new();
+    if inv.num_dense_layers > 0 {
+        g.extend(inv.dense_layer.iter().cloned());
+    }
+    if inv.num_moe_layers > 0 {
+        g.extend(inv.moe_layer.iter().cloned());
+    }
+    g
 }
 
 /// `true` for the groups that are `nn.Linear` modules in transformers 5: not the fused
@@ -65,9 +78,8 @@ fn targets(a: &ModelArch, lora: &Lora) -> Vec<String> {
     match &lora.target_modules {
         TargetModules::List(t) => t.clone(),
         TargetModules::All(_) => {
-            let inv = a.inventory();
             let mut names: Vec<String> = Vec::new();
-            for g in inv.dense_layer.iter().chain(inv.moe_layer.iter()) {
+            for g in &present_groups(a) {
                 if is_linear_module(g) {
                     let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
                     if !names.contains(&leaf) {
@@ -165,13 +177,7 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
 /// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter under `lora`;
 /// a name outside the inventory is matched against the targets as PEFT matches modules.
 pub fn name_targeted(a: &ModelArch, name: &str, lora: &Lora) -> bool {
-    let inv = a.inventory();
-    match inv
-        .dense_layer
-        .iter()
-        .chain(inv.moe_layer.iter())
-        .find(|g| g.name == name)
-    {
+    match present_groups(a).iter().find(|g| g.name == name) {
         Some(g) => targeted_params(a, g, lora, 1) > 0,
         None => targets(a, lora).iter().any(|t| matches(name, t)),
     }

@@ -462,6 +462,18 @@ impl ModelArch {
     pub fn layer_groups(&self, kind: FfnKind) -> Vec<ParamGroup> {
         let mut g = self.norm_groups();
         g.extend(self.attention_groups());
+        if self.gpt_oss_blocks() {
+            // gpt-oss `self_attn.sinks`: one learned logit per attention head
+            g.push(ParamGroup::new(
+                "sinks",
+                Part::Attention,
+                Shape::Norm {
+                    size: self.num_attention_heads,
+                    bias: false,
+                },
+                TpSplit::Column,
+            ));
+        }
         match (kind, &self.moe) {
             (FfnKind::Moe, Some(m)) => {
                 let h = self.hidden_size;
@@ -470,7 +482,7 @@ impl ModelArch {
                     Part::Router,
                     h,
                     m.num_experts,
-                    false,
+                    self.gpt_oss_blocks(),
                     TpSplit::Replicated,
                 ));
                 g.extend(self.mlp_groups(

@@ -604,17 +604,40 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         bytes.linear_input = compute;
     }
     let params = arch.param_counts();
+    let mut config = config.clone();
+    if arch.gpt_oss_blocks() {
+        // transformers' gpt-oss has no SDPA path (attention sinks; GptOssPreTrainedModel
+        // `_supports_sdpa = False`): eager is what runs where SDPA was asked for
+        use crate::config::Attention;
+        let asked = |a: &mut Attention| {
+            if *a == Attention::Sdpa {
+                *a = Attention::Eager;
+                true
+            } else {
+                false
+            }
+        };
+        let t = asked(&mut config.training.attention);
+        let i = config
+            .inference
+            .as_mut()
+            .is_some_and(|inf| asked(&mut inf.attention));
+        if (t && !inference) || (i && inference) {
+            warnings.push("gpt-oss has no SDPA attention in transformers (attention sinks): estimated with eager attention; set attention to \"flash\" for a kernel with sinks".into());
+        }
+    }
+    let model_code = if inference {
+        ModelCode::Transformers
+    } else {
+        config.engine.model().model_code()
+    };
     Ok(Resolved {
-        config: config.clone(),
+        config,
         arch,
         params,
         layout,
         framework,
-        model_code: if inference {
-            ModelCode::Transformers
-        } else {
-            config.engine.model().model_code()
-        },
+        model_code,
         bytes,
         gpu,
         warnings,

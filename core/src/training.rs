@@ -295,6 +295,10 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
     let l = &r.layout;
     let b = &r.bytes;
     let autocast = b.autocast_weight_copy > 0 && r.config.engine.model().autocast();
+    let half_lora_base = t
+        .lora
+        .as_ref()
+        .is_some_and(|lo| lora_base_format(r, lo) != WeightFormat::Fp32);
     ActCtx {
         arch: &r.arch,
         b: t.micro_batch_size,
@@ -308,7 +312,13 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         attention: t.attention,
         recompute: t.activation_checkpointing,
         act: b.activation,
-        residual: if autocast { 4 } else { b.activation },
+        // the residual stream is in the weights' dtype: fp32 under autocast, except for a
+        // LoRA base stored in half (autocast then only casts the fp32 adapters)
+        residual: if autocast && !half_lora_base {
+            4
+        } else {
+            b.activation
+        },
         linear_input: b.linear_input,
         autocast,
         fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),

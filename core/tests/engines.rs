@@ -988,3 +988,27 @@ fn activation_offloading_moves_layer_inputs_to_the_host() {
     .unwrap_err();
     assert_eq!(err[0].field, "training.activation_offloading");
 }
+
+// ------------------------------------------------------------------------- gpt-oss
+
+/// gpt-oss-20b: 24 layers of 32 experts. Per layer: q 2880 x 4096 + 4096, k and v
+/// 2880 x 512 + 512 each, o 4096 x 2880 + 2880, 64 sinks, router 2880 x 32 + 32, experts
+/// 32 x (2880 x 5760 + 5760 + 2880 x 2880 + 2880), two norms 2880 -> 823 186 976; plus
+/// embedding and LM head 201 088 x 2880 each and the final norm: 20 914 757 184, what
+/// transformers 5.23 counts on the meta device. SDPA is not a gpt-oss path in transformers
+/// (attention sinks): asked for, it is estimated as eager with a warning.
+#[test]
+fn gpt_oss_counts_and_runs_eager() {
+    let model = json!({"hf_config": {"model_type": "gpt_oss", "num_hidden_layers": 24,
+        "num_local_experts": 32}});
+    let sdpa = est(json!({"model": model, "training": {"attention": "sdpa", "precision": "bf16"}}));
+    assert_eq!(sdpa.params.total, 20_914_757_184);
+    assert!(
+        sdpa.warnings.iter().any(|w| w.contains("no SDPA")),
+        "{:?}",
+        sdpa.warnings
+    );
+    let eager =
+        est(json!({"model": model, "training": {"attention": "eager", "precision": "bf16"}}));
+    assert_eq!(sdpa.peak_allocated_bytes, eager.peak_allocated_bytes);
+}

@@ -182,6 +182,20 @@ pub enum WeightFormat {
     Mxfp4,
 }
 
+/// Which linear layers a quantized weight format covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum QuantizedModules {
+    /// Every linear layer of the decoder blocks (GPTQ, AWQ, bitsandbytes, FP8 checkpoints).
+    #[default]
+    AllLinear,
+    /// The routed experts only; attention, routers and shared experts stay 16-bit (gpt-oss's
+    /// MXFP4 checkpoints: `quantization_config.modules_to_not_convert` lists self_attn, the
+    /// router, the embeddings and the LM head).
+    Experts,
+}
+
 /// KV-cache element type.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -230,6 +244,9 @@ pub struct Inference {
     pub prompt_len: Option<u64>,
     /// Default `bf16`.
     pub weight_format: WeightFormat,
+    /// The linear layers `weight_format` quantizes (default `all_linear`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub quantized_modules: QuantizedModules,
     /// Input channels per quantization group for `int4` / `awq` (default 128).
     #[serde(deserialize_with = "units::de_count")]
     pub group_size: u64,
@@ -278,6 +295,7 @@ impl Default for Inference {
             context_len: 4096,
             prompt_len: None,
             weight_format: WeightFormat::Bf16,
+            quantized_modules: QuantizedModules::AllLinear,
             group_size: 128,
             zero_point: true,
             double_quant: true,
@@ -332,6 +350,9 @@ pub struct Lora {
     /// Adapter weights in fp32 (PEFT's default `autocast_adapter_dtype=True`); false: in the
     /// training dtype.
     pub adapters_fp32: bool,
+    /// The linear layers `base_weight_format` quantizes (default `all_linear`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub base_quantized_modules: QuantizedModules,
 }
 
 impl Default for Lora {
@@ -343,6 +364,7 @@ impl Default for Lora {
             dropout: 0.0,
             base_weight_format: None,
             adapters_fp32: true,
+            base_quantized_modules: QuantizedModules::AllLinear,
         }
     }
 }
@@ -490,6 +512,10 @@ impl Default for Training {
             lora: None,
         }
     }
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 fn de_recompute<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Recompute, D::Error> {
@@ -965,6 +991,10 @@ choices!(Precision {
     Fp16 => "pure fp16",
     Fp32 => "fp32",
     Fp8 => "fp8 (Transformer Engine)",
+});
+choices!(QuantizedModules {
+    AllLinear => "all linear layers",
+    Experts => "routed experts only",
 });
 choices!(Recompute {
     None => "none",

@@ -7,8 +7,8 @@
 
 use crate::config::{
     Attention, Config, Dtype, Engine, Inference, InferenceEngine, KvCacheDtype, Lora, LossImpl,
-    Mode, Offload, PipelineSchedule, Precision, Recompute, ShardingStrategy, Training,
-    WeightFormat,
+    Mode, Offload, PipelineSchedule, Precision, QuantizedModules, Recompute, ShardingStrategy,
+    Training, WeightFormat,
 };
 use crate::engines::{ENGINES, Parallelism, zero::MAX_STAGE};
 use crate::limits;
@@ -129,6 +129,8 @@ pub enum Choices {
     /// The frozen base of LoRA (default: bf16) and QLoRA.
     LoraBase,
     WeightFormat,
+    /// Which linear layers a quantized format covers.
+    QuantizedModules,
     KvCacheDtype,
     Runtime,
 }
@@ -248,6 +250,7 @@ impl Choices {
                 v
             }
             Choices::WeightFormat => of(WeightFormat::CHOICES),
+            Choices::QuantizedModules => of(QuantizedModules::CHOICES),
             Choices::KvCacheDtype => of(KvCacheDtype::CHOICES),
             Choices::Runtime => of(InferenceEngine::CHOICES),
         }
@@ -386,6 +389,7 @@ pub const SECTIONS: &[Section] = &[
         f("training.lora.alpha", "Alpha", "", Number, true, FINE_TUNING, Always, None, "PEFT lora_alpha (scaling only; no memory)."),
         f("training.lora.target_modules", "Target modules", "", Targets, false, FINE_TUNING, Always, None, "Comma-separated module names (q_proj, v_proj, ...) or all-linear."),
         f("training.lora.dropout", "Dropout", "", Number, true, FINE_TUNING, Always, Some(Bounds { min: 0.0, max: 1.0, min_open: false, max_open: true }), "PEFT lora_dropout: a mask and a copy of each targeted input when > 0."),
+        f("training.lora.base_quantized_modules", "Quantized base layers", "", C(Choices::QuantizedModules), true, FINE_TUNING, Always, None, "Which linear layers of the frozen base the base format covers: all, or the routed experts only."),
         f("training.lora.base_weight_format", "Base weights", "", C(Choices::LoraBase), true, FINE_TUNING, Always, None, "Frozen base model: bf16 (LoRA) or nf4 (QLoRA, bitsandbytes 4-bit)."),
         f("training.lora.adapters_fp32", "Adapters in fp32", "", Check, true, FINE_TUNING, Always, None, "PEFT autocast_adapter_dtype (default on)."),
     ]},
@@ -395,6 +399,7 @@ pub const SECTIONS: &[Section] = &[
         f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, Always, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
         f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, None, "Tokens prefilled at once. Empty: the whole context."),
         f("inference.weight_format", "Weights", "", C(Choices::WeightFormat), true, INFERENCE, Always, None, "Storage of the linear layers; embeddings, head and norms stay 16-bit."),
+        f("inference.quantized_modules", "Quantized layers", "", C(Choices::QuantizedModules), true, INFERENCE, Always, None, "Which linear layers the weight format covers: all of the decoder blocks' (GPTQ, AWQ, FP8 checkpoints) or the routed experts only (gpt-oss MXFP4: attention, router, embeddings and head in bf16)."),
         f("inference.group_size", "Quantization group", "inputs", Count, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), range(1, limits::MAX_HIDDEN), "GPTQ/AWQ group_size."),
         f("inference.zero_point", "Zero points", "", Check, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), None, "GPTQ/AWQ asymmetric quantization (sym=False): a 4-bit zero per group."),
         f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),

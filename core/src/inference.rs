@@ -210,6 +210,7 @@ pub(crate) fn storage(inf: &Inference) -> Storage {
         group: inf.group_size,
         zero_point: inf.zero_point,
         double_quant: inf.double_quant,
+        experts_only: inf.quantized_modules == crate::config::QuantizedModules::Experts,
     }
 }
 

@@ -269,6 +269,7 @@ fn lora_states(
             group: 64,
             zero_point: true,
             double_quant: true,
+            experts_only: lora.base_quantized_modules == crate::config::QuantizedModules::Experts,
         },
     );
     let shard = engine.weight_shard(&r.layout);

@@ -113,6 +113,8 @@ pub(crate) struct Storage {
     pub group: u64,
     pub zero_point: bool,
     pub double_quant: bool,
+    /// Only the routed experts are quantized.
+    pub experts_only: bool,
 }
 
 /// The weights one GPU of `stage` holds in `s`'s format, quantization constants included.
@@ -137,7 +139,7 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
         let g = &sg.group;
         let times = sg.copies(ep) * sg.times;
         let shapes = g.rank_shapes(tp);
-        if g.is_quantized() {
+        if g.is_quantized() && (!s.experts_only || g.part == crate::model::Part::Experts) {
             let (rows, cols) = shapes[0];
             for p in matrix_parts(s.format, rows, cols, s.group, s.zero_point, s.double_quant) {
                 add(p, times);

@@ -506,3 +506,22 @@ fn prefill_with_every_logit_kept() {
     .unwrap_err();
     assert_eq!(err[0].field, "inference.logits_to_keep");
 }
+
+#[test]
+fn gpt_oss_mxfp4_experts_only() {
+    // gpt-oss-20b as its checkpoint stores it: the 24 x 32 experts' matrices in MXFP4
+    // (19 110 297 600 elements: 4 bits + one E8M0 scale byte per 32 = 0.53125 B each,
+    // 10 152 345 600 B), their biases (6 635 520) and everything else (1 797 824 064: attention,
+    // sinks, routers, norms, embeddings, head) in bf16: 13 761 264 768 B
+    let e = est(json!({"mode": "inference",
+        "model": {"hf_config": {"model_type": "gpt_oss", "num_hidden_layers": 24, "num_local_experts": 32}},
+        "inference": {"weight_format": "mxfp4", "quantized_modules": "experts", "attention": "eager"},
+        "hardware": {"gpu": "h100-80gb"}}));
+    assert_eq!(c(&e, "decode", "weights"), 13_761_264_768);
+    // all linear layers in MXFP4 (attention too) is smaller
+    let all = est(json!({"mode": "inference",
+        "model": {"hf_config": {"model_type": "gpt_oss", "num_hidden_layers": 24, "num_local_experts": 32}},
+        "inference": {"weight_format": "mxfp4", "attention": "eager"},
+        "hardware": {"gpu": "h100-80gb"}}));
+    assert!(c(&all, "decode", "weights") < 13_761_264_768);
+}

@@ -439,6 +439,9 @@ fn published_value(metric: &str, est: &Estimate) -> Option<u64> {
         "vllm_weights" => serving?.weights_bytes,
         "vllm_kv_cache" => serving?.kv_cache_bytes.max(0) as u64,
         "vllm_activation_peak" => serving?.peak_activation_bytes,
+        "vllm_non_torch" => serving?.non_torch_bytes,
+        // a token count, not bytes ("GPU KV cache size: N tokens")
+        "vllm_kv_tokens" => serving?.kv_cache_tokens,
         _ => return None,
     })
 }

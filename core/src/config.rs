@@ -286,6 +286,26 @@ pub struct Inference {
     /// vLLM `max_num_seqs` (default 1024).
     #[serde(deserialize_with = "units::de_count")]
     pub max_num_seqs: u64,
+    /// The vLLM release whose memory profile is modelled (default `0.19`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub vllm_version: VllmVersion,
+}
+
+/// vLLM releases whose start-up memory differs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum VllmVersion {
+    /// vLLM 0.19: the profiling run's sampler filters top-k / top-p in place (Triton kernel,
+    /// vllm/v1/sample/ops/topk_topp_triton.py) before sampling with exponential noise; the
+    /// non-torch memory measured per layout in its logs.
+    #[default]
+    #[serde(rename = "0.19")]
+    V0_19,
+    /// Earlier vLLM V1 releases whose dummy sampler run sorted the logits for top-k / top-p
+    /// (the llm-d empirical results, published cases GT-45 / 49 / 51; their vLLM version is
+    /// not stated).
+    #[serde(rename = "legacy")]
+    Legacy,
 }
 
 impl Default for Inference {
@@ -308,6 +328,7 @@ impl Default for Inference {
             max_model_len: None,
             max_num_batched_tokens: 8192,
             max_num_seqs: 1024,
+            vllm_version: VllmVersion::V0_19,
         }
     }
 }
@@ -991,6 +1012,10 @@ choices!(Precision {
     Fp16 => "pure fp16",
     Fp32 => "fp32",
     Fp8 => "fp8 (Transformer Engine)",
+});
+choices!(VllmVersion {
+    V0_19 => "0.19",
+    Legacy => "earlier (sort-based sampler)",
 });
 choices!(QuantizedModules {
     AllLinear => "all linear layers",

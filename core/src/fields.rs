@@ -5,6 +5,7 @@
 //! runtimes' own facts). The web app builds its form from this table and computes nothing
 //! of its own; the bounds are the ones validation enforces (checked by a test).
 
+use crate::config::VllmVersion;
 use crate::config::{
     Attention, Config, Dtype, Engine, Inference, InferenceEngine, KvCacheDtype, Lora, LossImpl,
     Mode, Offload, PipelineSchedule, Precision, QuantizedModules, Recompute, ShardingStrategy,
@@ -131,6 +132,8 @@ pub enum Choices {
     WeightFormat,
     /// Which linear layers a quantized format covers.
     QuantizedModules,
+    /// The vLLM release.
+    VllmVersion,
     KvCacheDtype,
     Runtime,
 }
@@ -251,6 +254,7 @@ impl Choices {
             }
             Choices::WeightFormat => of(WeightFormat::CHOICES),
             Choices::QuantizedModules => of(QuantizedModules::CHOICES),
+            Choices::VllmVersion => of(VllmVersion::CHOICES),
             Choices::KvCacheDtype => of(KvCacheDtype::CHOICES),
             Choices::Runtime => of(InferenceEngine::CHOICES),
         }
@@ -411,6 +415,7 @@ pub const SECTIONS: &[Section] = &[
         f("inference.gpu_memory_utilization", "GPU memory utilization", "fraction", Number, true, INFERENCE, VLLM, Some(Bounds { min: 0.0, max: 1.0, min_open: true, max_open: false }), "vLLM gpu_memory_utilization."),
         f("inference.max_num_batched_tokens", "Max batched tokens", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_num_batched_tokens: the profiling forward pass."),
         f("inference.max_num_seqs", "Max sequences", "", Count, true, INFERENCE, VLLM, range(1, limits::MAX_BATCH), "vLLM max_num_seqs: rows of the profiled sampler."),
+        f("inference.vllm_version", "vLLM version", "", C(Choices::VllmVersion), true, INFERENCE, VLLM, None, "0.19: the profiling run's sampler filters in place (Triton top-k/top-p), non-torch memory as its logs report it; earlier: the sort-based sampler of the llm-d empirical results."),
     ]},
     Section { title: "Parallelism", open: true, tasks: ALL, fields: &[
         f("hardware.num_gpus", "GPUs", "", Count, true, ALL, Always, GPUS, "GPUs in the job (data x tensor x pipeline x context parallel)."),

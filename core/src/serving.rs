@@ -39,6 +39,39 @@ pub fn vllm_sampler_bytes(rows: u64, vocab: u64) -> u64 {
     rows * vocab * SAMPLER_BYTES_PER_LOGIT
 }
 
+/// Bytes per logit of vLLM 0.19's sampler pass in the profiling run: the model's half
+/// logits (`compute_logits`), their fp32 copy (Sampler: `logits.to(torch.float32)`),
+/// filtered in place by the Triton top-k / top-p kernel (vllm/v1/sample/ops/topk_topp_triton.py),
+/// the softmax probabilities and the exponential noise `q` of `random_sample`
+/// (`probs.div_(q).argmax()`): 2 + 4 + 4 + 4 with half logits.
+fn sampler_bytes_v019(act: u64) -> u64 {
+    act + 4 + 4 + 4
+}
+
+/// vLLM 0.19's non-torch memory per GPU after start-up, as its logs report it on one H100
+/// node ("non-torch memory" in the memory-profiling line; published cases GT-65 to GT-79,
+/// llm-d-planner accuracy/results/v0.19.0): 0.25 GiB on one GPU (CUDA kernels, cuBLAS), 2.1
+/// GiB with tensor parallelism (NCCL communicators and the custom all-reduce buffers), 0.07
+/// GiB per pipeline rank. Measured figures of the runtime, not derived: the published KV
+/// checks on those logs are not independent of this term.
+fn non_torch_v019(tp: u64, pp: u64) -> Term {
+    const GIB_100: u64 = GIB / 100;
+    let (hundredths, what) = if tp > 1 {
+        (
+            210,
+            "with tensor parallelism (GT-67, GT-77, GT-79: 2.09-2.21 GiB)",
+        )
+    } else if pp > 1 {
+        (7, "with pipeline parallelism only (GT-69: 0.07 GiB)")
+    } else {
+        (25, "on one GPU (GT-65, GT-73, GT-75: 0.24-0.27 GiB)")
+    };
+    Term::new(
+        n(hundredths, "hundredths of a GiB") * n(GIB_100, "B"),
+        format!("vLLM 0.19 non-torch memory measured {what}"),
+    )
+}
+
 /// vLLM's cached rotary table: `max_position_embeddings x rotary_dim` in the model dtype,
 /// one per model (vllm/model_executor/layers/rotary_embedding `cos_sin_cache`).
 fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
@@ -69,7 +102,20 @@ fn non_torch_overhead(gpu: &GpuSpec) -> Term {
 
 /// Estimates vLLM serving (inference engine `vllm`).
 pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
-    crate::inference::estimate_stages(r, vllm, Some(non_torch_overhead(&r.gpu)))
+    let v019 = r
+        .config
+        .inference
+        .as_ref()
+        .is_none_or(|i| i.vllm_version == crate::config::VllmVersion::V0_19);
+    let overhead = if v019 {
+        non_torch_v019(
+            r.layout.tensor_parallel_size,
+            r.layout.pipeline_parallel_size,
+        )
+    } else {
+        non_torch_overhead(&r.gpu)
+    };
+    crate::inference::estimate_stages(r, vllm, Some(overhead))
 }
 
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
@@ -98,7 +144,16 @@ fn vllm(s: &InferStage) -> StageOutcome {
     let t = inf.max_num_batched_tokens;
     let rows = inf.max_num_seqs.min(t).max(1);
     let fwd = forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
-    let sampler = if st.has_head {
+    let v019 = inf.vllm_version == crate::config::VllmVersion::V0_19;
+    let sampler = if st.has_head && v019 {
+        // the whole batch's hidden states (still held by profile_run), the sampled rows'
+        // hidden states and their random stand-in (`torch.rand_like`), and the sampler
+        n(t, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
+            + n(2, "row hidden states") * n(rows, "rows") * n(a.hidden_size, "hidden") * bytes(act)
+            + n(rows, "rows")
+                * n(a.vocab_size, "vocab")
+                * n(sampler_bytes_v019(act), "B per logit sampled")
+    } else if st.has_head {
         n(t, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
             + n(rows, "rows")
                 * n(a.vocab_size, "vocab")
@@ -114,7 +169,11 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .iter()
         .filter(|&&g| g > 1)
         .count() as u64;
-    let non_torch = non_torch_overhead(gpu).expr + nccl_buffers(communicators).expr;
+    let non_torch = if v019 {
+        non_torch_v019(l.tensor_parallel_size, l.pipeline_parallel_size).expr
+    } else {
+        non_torch_overhead(gpu).expr + nccl_buffers(communicators).expr
+    };
     let budget = (n(gpu.memory_bytes, "B GPU memory")
         * f(inf.gpu_memory_utilization, "gpu_memory_utilization"))
     .floor();

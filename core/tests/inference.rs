@@ -126,9 +126,11 @@ fn nf4_double_quant_llama2_7b() {
 
 // ------------------------------------------------------------------------- vLLM
 
+/// vLLM as the llm-d empirical results ran it (published cases GT-45/49/51, an earlier
+/// vLLM with the sort-based dummy sampler: `vllm_version` "legacy").
 fn vllm(model: &str, format: &str, tp: u64, max_model_len: u64) -> calc_core::ServingEstimate {
     est(json!({"mode": "inference", "model": {"preset": model},
-               "inference": {"engine": "vllm", "weight_format": format, "context_len": max_model_len, "gpu_memory_utilization": 0.9},
+               "inference": {"engine": "vllm", "weight_format": format, "context_len": max_model_len, "gpu_memory_utilization": 0.9, "vllm_version": "legacy"},
                "parallelism": {"tensor_parallel_size": tp}, "hardware": {"num_gpus": tp, "gpu": "h100-80gb"}}))
     .serving
     .unwrap()
@@ -169,6 +171,25 @@ fn vllm_published_cases() {
         "{}",
         s.message
     );
+}
+
+#[test]
+fn vllm_0_19_profile() {
+    // GT-65, vLLM 0.19 on an H100 (79.19 GiB), util 0.95, max_model_len 8192: the profiling
+    // run's sampler over 1024 rows of 128 256 logits keeps 2 + 4 + 4 + 4 B per logit
+    // (1 838 678 016 B) beside the batch's hidden states (8192 x 4096 x 2) and two row
+    // copies (2 x 1024 x 4096 x 2): 1 922 564 096 B; the log says 1.89 GiB (-5.3 %).
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "vllm", "context_len": 8192, "gpu_memory_utilization": 0.95},
+        "hardware": {"gpu": "h100-80gb"}}),
+    );
+    let s = e.serving.unwrap();
+    assert_eq!(s.peak_activation_bytes, 1_922_564_096);
+    // KV 58.11 GiB and 476 016 tokens in the log: within 0.2 %
+    let kv = s.kv_cache_bytes as f64 / GIB;
+    assert!((kv - 58.11).abs() / 58.11 < 0.005, "KV {kv:.2} GiB");
+    assert!((s.kv_cache_tokens as f64 - 476_016.0).abs() / 476_016.0 < 0.005);
 }
 
 #[test]

@@ -271,6 +271,9 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   await page.selectOption('#inference-weight_format', '"bf16"');
   await page.selectOption('#inference-engine', '"vllm"');
   await page.locator('#inference-gpu_memory_utilization').waitFor({ state: 'visible' });
+  // the vLLM release whose profiling run is modelled (0.19 by default)
+  await page.locator('#inference-vllm_version').waitFor({ state: 'visible' });
+  assert.equal(await page.inputValue('#inference-vllm_version'), '"0.19"');
   assert.equal(await page.locator('#inference-batch_size').isVisible(), false);
   await page.fill('#inference-context_len', '16000');
   await page.locator('#verdict', { hasText: 'maximum concurrency for 16000 tokens per request' }).waitFor();

@@ -35,6 +35,8 @@ import os
 
 import random
 
+from dist_grid import choice  # the same weighted draw as the distributed grid
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = 14
 HELDOUT_SEED = 1414
@@ -265,17 +267,6 @@ MODELS = [
 ]
 
 
-def choice(rng, weighted):
-    """One of `weighted` [(value, weight), ...]."""
-    total = sum(w for _, w in weighted)
-    x = rng.random() * total
-    for v, w in weighted:
-        x -= w
-        if x < 0:
-            return v
-    return weighted[-1][0]
-
-
 def model_section(name):
     return {"hf_config": dict(HF[name])} if name in HF else {"preset": name}
 
@@ -338,6 +329,23 @@ def sample(rng):
     cid = (f"{kind}/{name}/{tag}/{attention}/{t['activation_checkpointing']}/"
            f"b{b}-s{s}-ga{t['gradient_accumulation_steps']}")
     return cid, {"model": model_section(name), "training": t}
+
+
+def drawn_block(grid, seen, seed, count, dev_count, make):
+    """Appends `count` configs drawn by `make(rng)` (an (id, config), or None to draw again;
+    an id already in `seen` is drawn again), then holds out HELDOUT_FRACTION of the block,
+    its `dev_count` development configs included, from the draw by a seeded shuffle."""
+    rng, start = random.Random(seed), len(grid)
+    while len(grid) < start + count:
+        d = make(rng)
+        if d is None or d[0] in seen:
+            continue
+        seen.add(d[0])
+        grid.append(dict({"id": d[0], "split": "train", "schema_version": 2}, **d[1]))
+    order = list(range(start, len(grid)))
+    random.Random(seed + 1).shuffle(order)
+    for i in order[: math.ceil(HELDOUT_FRACTION * (dev_count + count))]:
+        grid[i]["split"] = "heldout"
 
 
 def main():
@@ -408,23 +416,14 @@ def main():
                      "training": {"micro_batch_size": b, "seq_len": s, "precision": prec,
                                   "optimizer": "adamw", "optimizer_impl": "fused",
                                   "activation_checkpointing": "selective_op", "attention": attn}})
-    sac_rng, start = random.Random(SAC_SEED), len(grid)
-    while len(grid) < start + SAC_DRAWS:
-        d = sample(sac_rng)
+    def selective_op(rng):
+        d = sample(rng)
         if d is None or not d[0].startswith("train/"):
-            continue
-        cfg = d[1]
-        cfg["training"]["activation_checkpointing"] = "selective_op"
-        cid = "draw/" + d[0].replace("/none/", "/selective_op/").replace("/full/", "/selective_op/")
-        if cid in seen:
-            continue
-        seen.add(cid)
-        grid.append(dict({"id": cid, "split": "train", "schema_version": 2}, **cfg))
-    order = list(range(start, len(grid)))
-    random.Random(SAC_SEED + 1).shuffle(order)
-    # 30 % of the whole block (its development configs included), all from its draw
-    for i in order[: math.ceil(HELDOUT_FRACTION * (len(SAC_DEV) + SAC_DRAWS))]:
-        grid[i]["split"] = "heldout"
+            return None
+        d[1]["training"]["activation_checkpointing"] = "selective_op"
+        return "draw/" + d[0].replace("/none/", "/selective_op/").replace("/full/", "/selective_op/"), d[1]
+
+    drawn_block(grid, seen, SAC_SEED, SAC_DRAWS, len(SAC_DEV), selective_op)
     # activation offloading (save_on_cpu around each checkpointed layer), the same way
     for cid, model, prec, rec, b, s in OFF_DEV:
         grid.append({"id": cid, "split": "train", "schema_version": 2, "model": {"preset": model},
@@ -432,42 +431,31 @@ def main():
                                   "optimizer": "adamw", "optimizer_impl": "fused",
                                   "activation_checkpointing": rec, "attention": "sdpa",
                                   "activation_offloading": True}})
-    off_rng, start = random.Random(OFF_SEED), len(grid)
-    while len(grid) < start + OFF_DRAWS:
-        d = sample(off_rng)
+
+    def offloaded(rng):
+        d = sample(rng)
         if d is None or not (d[0].startswith("train/") or d[0].startswith("lora/")):
-            continue
-        cfg = d[1]
-        rec = choice(off_rng, [("full", 2), ("selective_op", 1)]) if "lora" not in cfg["training"] else "full"
-        cfg["training"]["activation_checkpointing"] = rec
-        cfg["training"]["activation_offloading"] = True
-        cid = "draw/" + d[0].replace("/none/", f"/{rec}-offload/").replace("/full/", f"/{rec}-offload/")
-        if cid in seen:
-            continue
-        seen.add(cid)
-        grid.append(dict({"id": cid, "split": "train", "schema_version": 2}, **cfg))
-    order = list(range(start, len(grid)))
-    random.Random(OFF_SEED + 1).shuffle(order)
-    for i in order[: math.ceil(HELDOUT_FRACTION * (len(OFF_DEV) + OFF_DRAWS))]:
-        grid[i]["split"] = "heldout"
+            return None
+        t = d[1]["training"]
+        rec = choice(rng, [("full", 2), ("selective_op", 1)]) if "lora" not in t else "full"
+        t["activation_checkpointing"] = rec
+        t["activation_offloading"] = True
+        return "draw/" + d[0].replace("/none/", f"/{rec}-offload/").replace("/full/", f"/{rec}-offload/"), d[1]
+
+    drawn_block(grid, seen, OFF_SEED, OFF_DRAWS, len(OFF_DEV), offloaded)
     # gpt-oss, the same way (transformers runs it eager or with a flash kernel with sinks)
     for cid, cfg in GOSS_DEV:
         grid.append(dict({"id": cid, "split": "train", "schema_version": 2,
                           "model": model_section("gpt-oss-20b")}, **cfg))
+
+    def gpt_oss(rng):
+        d = sample(rng)
+        return None if d is None else ("draw/" + d[0], d[1])
+
     global MODELS
     all_models, MODELS = MODELS, [("gpt-oss-20b", 1, 20.9, ("eager",))]
-    goss_rng, start = random.Random(GOSS_SEED), len(grid)
-    while len(grid) < start + GOSS_DRAWS:
-        d = sample(goss_rng)
-        if d is None or "draw/" + d[0] in seen:
-            continue
-        seen.add("draw/" + d[0])
-        grid.append(dict({"id": "draw/" + d[0], "split": "train", "schema_version": 2}, **d[1]))
+    drawn_block(grid, seen, GOSS_SEED, GOSS_DRAWS, len(GOSS_DEV), gpt_oss)
     MODELS = all_models
-    order = list(range(start, len(grid)))
-    random.Random(GOSS_SEED + 1).shuffle(order)
-    for i in order[: math.ceil(HELDOUT_FRACTION * (len(GOSS_DEV) + GOSS_DRAWS))]:
-        grid[i]["split"] = "heldout"
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)
         f.write("\n")

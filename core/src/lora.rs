@@ -72,86 +72,91 @@ fn converted_names(a: &ModelArch) -> Option<[&'static str; 4]> {
     Some(["gate", gate, up, down])
 }
 
-/// The target names as PEFT resolves them: `"all-linear"` becomes the leaf names of every
-/// `nn.Linear` (and, in a converted family, the v4 expert and router names).
-fn targets(a: &ModelArch, lora: &Lora) -> Vec<String> {
-    match &lora.target_modules {
-        TargetModules::List(t) => t.clone(),
-        TargetModules::All(_) => {
-            let mut names: Vec<String> = Vec::new();
-            for g in &present_groups(a) {
-                if is_linear_module(g) {
+/// `lora`'s targets on a model as PEFT resolves them, worked out once: the target names
+/// (`"all-linear"` becomes the leaf names of every `nn.Linear`, and in a converted family the
+/// v4 expert and router names), and the family's v4 names.
+pub struct Targets {
+    names: Vec<String>,
+    converted: Option<[&'static str; 4]>,
+    rank: u64,
+}
+
+impl Targets {
+    pub fn new(a: &ModelArch, lora: &Lora) -> Targets {
+        let converted = converted_names(a);
+        let names = match &lora.target_modules {
+            TargetModules::List(t) => t.clone(),
+            TargetModules::All(_) => {
+                let mut names: Vec<String> = Vec::new();
+                for g in present_groups(a).iter().filter(|g| is_linear_module(g)) {
                     let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
                     if !names.contains(&leaf) {
                         names.push(leaf);
                     }
                 }
-            }
-            for n in converted_names(a).into_iter().flatten() {
-                if !names.iter().any(|x| x == n) {
-                    names.push(n.to_string());
+                for n in converted.into_iter().flatten() {
+                    if !names.iter().any(|x| x == n) {
+                        names.push(n.to_string());
+                    }
                 }
+                names
             }
-            names
+        };
+        Targets {
+            names,
+            converted,
+            rank: lora.rank,
         }
     }
-}
 
-/// Adapter parameters of one copy of group `g` under `lora`, split over `tp`
-/// tensor-parallel ranks; 0 when `g` is not targeted. A fused gate/up expert adapter
-/// (rank `2r` over `in` and `2 x inter`) is counted half on each of the two groups.
-pub fn targeted_params(a: &ModelArch, g: &ParamGroup, lora: &Lora, tp: u64) -> u64 {
-    if !matches!(g.shape, Shape::Linear { .. }) || matches!(g.part, Part::LmHead | Part::Embeddings)
-    {
-        return 0;
+    /// `true` if a target names `old` (PEFT suffix matching).
+    fn named(&self, old: &str) -> bool {
+        self.names.iter().any(|x| matches(x, old))
     }
-    let t = targets(a, lora);
-    let named = |old: &str| t.iter().any(|x| matches(x, old));
-    match converted_names(a) {
-        Some([router, gate, up, down]) => {
-            let leaf = g.name.rsplit('.').next().unwrap_or(&g.name);
-            match g.part {
-                Part::Experts if leaf == down && named(down) => adapter_params(g, lora.rank, tp),
-                Part::Experts if (leaf == gate || leaf == up) && named(gate) && named(up) => {
-                    // one adapter of rank 2r on the fused (2 x inter, in) parameter
-                    if let Shape::Linear {
-                        in_features,
-                        out_features,
-                        ..
-                    } = g.shape
-                    {
-                        lora.rank * (in_features + 2 * out_features.div_ceil(tp.max(1)))
-                    } else {
-                        0
-                    }
-                }
-                Part::Experts => 0,
-                Part::Router if g.name == router => {
-                    if named(router) {
-                        adapter_params(g, lora.rank, tp)
-                    } else {
-                        0
-                    }
-                }
-                _ => {
-                    // the v4 names became parameter targets: not module targets any more
-                    let mut modules = t
-                        .iter()
-                        .filter(|x| ![router, gate, up, down].iter().any(|o| matches(x, o)));
-                    if modules.any(|x| matches(&g.name, x)) {
-                        adapter_params(g, lora.rank, tp)
-                    } else {
-                        0
-                    }
-                }
-            }
+
+    /// Adapter parameters of one copy of group `g`, split over `tp` tensor-parallel ranks;
+    /// 0 when `g` is not targeted. A fused gate/up expert adapter (rank `2r` over `in` and
+    /// `2 x inter`) is counted half on each of the two groups.
+    pub fn params(&self, g: &ParamGroup, tp: u64) -> u64 {
+        let Shape::Linear {
+            in_features,
+            out_features,
+            ..
+        } = g.shape
+        else {
+            return 0;
+        };
+        if matches!(g.part, Part::LmHead | Part::Embeddings) {
+            return 0;
         }
-        None => {
-            if is_linear_module(g) && t.iter().any(|x| matches(&g.name, x)) {
-                adapter_params(g, lora.rank, tp)
-            } else {
-                0
+        let rank = self.rank;
+        let targeted = match self.converted {
+            Some([router, gate, up, down]) => {
+                let leaf = g.name.rsplit('.').next().unwrap_or(&g.name);
+                match g.part {
+                    Part::Experts if leaf == down => self.named(down),
+                    Part::Experts if leaf == gate || leaf == up => {
+                        if self.named(gate) && self.named(up) {
+                            // one adapter of rank 2r on the fused (2 x inter, in) parameter
+                            return rank * (in_features + 2 * out_features.div_ceil(tp.max(1)));
+                        }
+                        false
+                    }
+                    Part::Experts => false,
+                    Part::Router if g.name == router => self.named(router),
+                    // the v4 names became parameter targets: not module targets any more
+                    _ => self.names.iter().any(|x| {
+                        ![router, gate, up, down].iter().any(|o| matches(x, o))
+                            && matches(&g.name, x)
+                    }),
+                }
             }
+            None => is_linear_module(g) && self.names.iter().any(|x| matches(&g.name, x)),
+        };
+        if targeted {
+            adapter_params(g, rank, tp)
+        } else {
+            0
         }
     }
 }
@@ -177,15 +182,11 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
 /// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter under `lora`;
 /// a name outside the inventory is matched against the targets as PEFT matches modules.
 pub fn name_targeted(a: &ModelArch, name: &str, lora: &Lora) -> bool {
+    let t = Targets::new(a, lora);
     match present_groups(a).iter().find(|g| g.name == name) {
-        Some(g) => targeted_params(a, g, lora, 1) > 0,
-        None => targets(a, lora).iter().any(|t| matches(name, t)),
+        Some(g) => t.params(g, 1) > 0,
+        None => t.names.iter().any(|x| matches(name, x)),
     }
-}
-
-/// `true` if the linear group `g` gets an adapter under `lora`.
-pub fn is_targeted(a: &ModelArch, g: &ParamGroup, lora: &Lora) -> bool {
-    targeted_params(a, g, lora, 1) > 0
 }
 
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
@@ -214,12 +215,9 @@ pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
 /// Trainable adapter parameters of the whole model.
 pub fn total_adapter_params(a: &ModelArch, lora: &Lora) -> u64 {
     let inv = a.inventory();
-    let layer = |groups: &[ParamGroup]| -> u64 {
-        groups
-            .iter()
-            .map(|g| targeted_params(a, g, lora, 1) * g.copies)
-            .sum()
-    };
+    let t = Targets::new(a, lora);
+    let layer =
+        |groups: &[ParamGroup]| -> u64 { groups.iter().map(|g| t.params(g, 1) * g.copies).sum() };
     layer(&inv.dense_layer) * inv.num_dense_layers + layer(&inv.moe_layer) * inv.num_moe_layers
 }
 

@@ -204,7 +204,7 @@ fn lora_states(
     lora: &Lora,
     persistence: u64,
 ) -> (States, Term, RankParams, StateBytes) {
-    use crate::lora::targeted_params;
+    let targets = crate::lora::Targets::new(&r.arch, lora);
     let engine = r.config.engine.model();
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
@@ -218,7 +218,7 @@ fn lora_states(
     let mut pa = RankParams::default();
     for sg in stage_groups(r, st) {
         let g = &sg.group;
-        let one = targeted_params(&r.arch, g, lora, tp);
+        let one = targets.params(g, tp);
         if one == 0 {
             continue;
         }

@@ -187,6 +187,23 @@ pub struct ErrorStats {
     pub max: f64,
 }
 
+/// [`error_stats`] of the peaks of `results`.
+pub fn peak_stats(results: &[CaseResult]) -> ErrorStats {
+    error_stats(&results.iter().map(|r| r.peak.error).collect::<Vec<_>>())
+}
+
+/// [`error_stats`] of the component `name` (`activations`, `optimizer_states`,
+/// `first_step`) over `results`.
+pub fn component_stats(results: &[CaseResult], name: &str) -> ErrorStats {
+    error_stats(
+        &results
+            .iter()
+            .flat_map(|r| r.components.iter().filter(|c| c.name == name))
+            .map(|c| c.error)
+            .collect::<Vec<_>>(),
+    )
+}
+
 /// Median / p90 / max of |e| (nearest-rank percentiles); zeros for an empty set.
 pub fn error_stats(errors: &[f64]) -> ErrorStats {
     let mut a: Vec<f64> = errors.iter().map(|e| e.abs()).collect();

@@ -5,7 +5,8 @@
 
 use calc_core::accuracy::{
     BUDGET_MEDIAN, BUDGET_P90, CaseResult, HELDOUT_ACTIVATIONS_MEDIAN, HELDOUT_MAX, HELDOUT_MEDIAN,
-    HELDOUT_P90, Pair, compare, compare_published, error_stats, probe_records, published_cases,
+    HELDOUT_P90, Pair, compare, compare_published, component_stats, error_stats, peak_stats,
+    probe_records, published_cases,
 };
 use std::collections::BTreeSet;
 
@@ -120,13 +121,8 @@ fn heldout_within_budget() {
     for r in worst.iter().take(10) {
         println!("{}", row(&r.id, &r.peak));
     }
-    let s = error_stats(&res.iter().map(|r| r.peak.error).collect::<Vec<_>>());
-    let a = error_stats(
-        &res.iter()
-            .flat_map(|r| r.components.iter().filter(|c| c.name == "activations"))
-            .map(|c| c.error)
-            .collect::<Vec<_>>(),
-    );
+    let s = peak_stats(&res);
+    let a = component_stats(&res, "activations");
     println!(
         "held out: {} cases, peak median {:.2} %, p90 {:.2} %, max {:.2} %; activations {} cases, median {:.2} %",
         s.count,
@@ -141,12 +137,7 @@ fn heldout_within_budget() {
     assert!(s.p90 <= HELDOUT_P90, "p90 {:.4}", s.p90);
     assert!(s.max <= HELDOUT_MAX, "max {:.4}", s.max);
     // the first iteration's peak (before the optimizer states exist), under the suite budget
-    let f = error_stats(
-        &res.iter()
-            .flat_map(|r| r.components.iter().filter(|c| c.name == "first_step"))
-            .map(|c| c.error)
-            .collect::<Vec<_>>(),
-    );
+    let f = component_stats(&res, "first_step");
     println!(
         "held out, first iteration: {} cases, median {:.2} %, p90 {:.2} %",
         f.count,

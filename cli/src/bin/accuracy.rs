@@ -7,8 +7,8 @@
 
 use calc_core::accuracy::{
     BUDGET_MEDIAN, BUDGET_P90, CaseResult, ErrorStats, HELDOUT_ACTIVATIONS_MEDIAN, HELDOUT_MAX,
-    HELDOUT_MEDIAN, HELDOUT_P90, compare, compare_published, dist_records, error_stats,
-    probe_records, published_cases,
+    HELDOUT_MEDIAN, HELDOUT_P90, compare, compare_published, component_stats, dist_records,
+    error_stats, peak_stats, probe_records, published_cases,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -145,16 +145,21 @@ fn distributed(o: &mut String, res: &[CaseResult]) {
          | case | split | measured peak GB | estimated GB | error |\n|---|---|---|---|---|"
     );
     for r in res {
-        let _ = writeln!(
-            o,
-            "| `{}` | {} | {:.3} | {:.3} | {:+.2} % |",
-            r.id,
-            r.split.as_deref().unwrap_or(""),
-            r.peak.measured as f64 / GB,
-            r.peak.estimated as f64 / GB,
-            r.peak.error * 100.0
-        );
+        let _ = writeln!(o, "{} |", record_cells(r));
     }
+}
+
+/// A record's row cells in the every-record tables: id, split, measured and estimated peak
+/// (GB), error.
+fn record_cells(r: &CaseResult) -> String {
+    format!(
+        "| `{}` | {} | {:.3} | {:.3} | {:+.2} %",
+        r.id,
+        r.split.as_deref().unwrap_or(""),
+        r.peak.measured as f64 / GB,
+        r.peak.estimated as f64 / GB,
+        r.peak.error * 100.0
+    )
 }
 
 fn stats_line(s: &ErrorStats) -> String {
@@ -217,17 +222,7 @@ fn main() {
         .filter(|r| r.split.as_deref() != Some("heldout"))
         .cloned()
         .collect();
-    let peak_of =
-        |set: &[CaseResult]| error_stats(&set.iter().map(|r| r.peak.error).collect::<Vec<_>>());
-    let comp = |set: &[CaseResult], name: &str| {
-        error_stats(
-            &set.iter()
-                .flat_map(|r| r.components.iter().filter(|c| c.name == name))
-                .map(|c| c.error)
-                .collect::<Vec<_>>(),
-        )
-    };
-    let peak = peak_of(&train);
+    let peak = peak_stats(&train);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -265,10 +260,10 @@ fn main() {
         HELDOUT_P90 * 100.0,
         HELDOUT_MAX * 100.0,
         HELDOUT_ACTIVATIONS_MEDIAN * 100.0,
-        stats_line(&peak_of(&held)),
-        stats_line(&comp(&held, "activations")),
-        stats_line(&comp(&held, "optimizer_states")),
-        stats_line(&comp(&held, "first_step")),
+        stats_line(&peak_stats(&held)),
+        stats_line(&component_stats(&held, "activations")),
+        stats_line(&component_stats(&held, "optimizer_states")),
+        stats_line(&component_stats(&held, "first_step")),
     );
     group_table(&mut o, "held-out family", &held, |r| r.family.as_str());
     group_table(&mut o, "held-out regime", &held, |r| r.regime.as_str());
@@ -323,9 +318,9 @@ fn main() {
         BUDGET_MEDIAN * 100.0,
         BUDGET_P90 * 100.0,
         stats_line(&peak),
-        stats_line(&comp(&train, "activations")),
-        stats_line(&comp(&train, "optimizer_states")),
-        stats_line(&comp(&train, "first_step")),
+        stats_line(&component_stats(&train, "activations")),
+        stats_line(&component_stats(&train, "optimizer_states")),
+        stats_line(&component_stats(&train, "first_step")),
     );
     group_table(&mut o, "family", &train, |r| r.family.as_str());
     group_table(&mut o, "regime", &train, |r| r.regime.as_str());
@@ -381,15 +376,7 @@ fn main() {
             .map(|p| format!("{} {:+.1} %", p.name, p.error * 100.0))
             .collect::<Vec<_>>()
             .join(", ");
-        let _ = writeln!(
-            o,
-            "| `{}` | {} | {:.3} | {:.3} | {:+.2} % | {phases} |",
-            r.id,
-            r.split.as_deref().unwrap_or(""),
-            r.peak.measured as f64 / GB,
-            r.peak.estimated as f64 / GB,
-            r.peak.error * 100.0
-        );
+        let _ = writeln!(o, "{} | {phases} |", record_cells(r));
     }
 
     let _ = writeln!(

@@ -421,18 +421,27 @@ fn llama(r: &Reader, a: &mut ModelArch) -> Option<()> {
 }
 
 fn mixtral(r: &Reader, a: &mut ModelArch) -> Option<()> {
-    a.moe = Some(Moe {
-        num_experts: r.count_or(&["num_local_experts"], 8),
-        num_experts_per_tok: r.count_or(&["num_experts_per_tok"], 2),
-        moe_intermediate_size: a.intermediate_size,
+    a.moe = Some(every_layer_moe(
+        r.count_or(&["num_local_experts"], 8),
+        r.count_or(&["num_experts_per_tok"], 2),
+        a.intermediate_size,
+    ));
+    Some(())
+}
+
+/// Routed experts of width `inter` on every layer, no shared expert (Mixtral, gpt-oss).
+fn every_layer_moe(num_experts: u64, num_experts_per_tok: u64, inter: u64) -> Moe {
+    Moe {
+        num_experts,
+        num_experts_per_tok,
+        moe_intermediate_size: inter,
         shared_expert_intermediate_size: 0,
         shared_expert_gate: false,
         first_k_dense_replace: 0,
         moe_layer_freq: 1,
         mlp_only_layers: Vec::new(),
         qwen_layer_rule: false,
-    });
-    Some(())
+    }
 }
 
 /// gpt-oss (transformers GptOssConfig / modeling_gpt_oss.py): biased q/k/v/o projections
@@ -442,17 +451,11 @@ fn mixtral(r: &Reader, a: &mut ModelArch) -> Option<()> {
 fn gpt_oss(r: &Reader, a: &mut ModelArch) -> Option<()> {
     attention_bias(r, a, true);
     a.mlp_bias = true;
-    a.moe = Some(Moe {
-        num_experts: r.count_or(&["num_local_experts"], 128),
-        num_experts_per_tok: r.count_or(&["num_experts_per_tok", "experts_per_token"], 4),
-        moe_intermediate_size: a.intermediate_size,
-        shared_expert_intermediate_size: 0,
-        shared_expert_gate: false,
-        first_k_dense_replace: 0,
-        moe_layer_freq: 1,
-        mlp_only_layers: Vec::new(),
-        qwen_layer_rule: false,
-    });
+    a.moe = Some(every_layer_moe(
+        r.count_or(&["num_local_experts"], 128),
+        r.count_or(&["num_experts_per_tok", "experts_per_token"], 4),
+        a.intermediate_size,
+    ));
     Some(())
 }
 

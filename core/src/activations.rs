@@ -350,38 +350,34 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     } else {
         push(v, "v", v_elems * c.act);
     }
-    if eager && a.gpt_oss_blocks() {
+    if eager {
         if !selective {
-            // gpt-oss eager_attention_forward: the sink column joins the scores, the row max
-            // is subtracted (max keeps its int64 indices), softmax runs in the combined
-            // dtype (fp32 when the fp32 sinks or mask join half scores) and keeps its
-            // output; `.to(value dtype)` copies the s columns back to half
             let s2 = c.score_elems();
-            let rows = c.b * heads * c.s;
-            let combined = if c.residual == 4 { 4 } else { c.act };
-            let half_copy = if combined > c.act { s2 * c.act } else { 0 };
-            push(v, "attention_probs", (s2 + rows) * combined + half_copy);
-            push(v, "sink_max_indices", rows * 8);
-            if kv < heads {
-                push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);
+            if a.gpt_oss_blocks() {
+                // gpt-oss eager_attention_forward: the sink column joins the scores, the
+                // row max is subtracted (max keeps its int64 indices), softmax runs in the
+                // combined dtype (fp32 when the fp32 sinks or mask join half scores) and
+                // keeps its output; `.to(value dtype)` copies the s columns back to half
+                let rows = c.b * heads * c.s;
+                let combined = if c.residual == 4 { 4 } else { c.act };
+                let half_copy = if combined > c.act { s2 * c.act } else { 0 };
+                push(v, "attention_probs", (s2 + rows) * combined + half_copy);
+                push(v, "sink_max_indices", rows * 8);
+            } else {
+                // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes
+                // the half copy the second matmul keeps (one tensor when already fp32).
+                let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
+                push(v, "attention_probs", s2 * 4 + half_copy);
+                if a.logit_softcapping() {
+                    // tanh(scores / cap), kept by tanh's backward
+                    push(v, "softcap_tanh", s2 * c.act);
+                }
+                push(
+                    v,
+                    "attention_dropout_mask",
+                    c.dropout_mask(a.attention_dropout, s2),
+                );
             }
-        }
-    } else if eager {
-        if !selective {
-            // softmax(dim=-1, dtype=float32) keeps its fp32 output; .to(dtype) makes the
-            // half copy the second matmul keeps (one tensor when already fp32).
-            let s2 = c.score_elems();
-            let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
-            push(v, "attention_probs", s2 * 4 + half_copy);
-            if a.logit_softcapping() {
-                // tanh(scores / cap), kept by tanh's backward
-                push(v, "softcap_tanh", s2 * c.act);
-            }
-            push(
-                v,
-                "attention_dropout_mask",
-                c.dropout_mask(a.attention_dropout, s2),
-            );
             // repeat_kv materializes K and V per query head for the matmuls
             if kv < heads {
                 push(v, "repeat_kv", t * (heads - kv) * (qd + vd) * c.act);

@@ -100,22 +100,27 @@ fn non_torch_overhead(gpu: &GpuSpec) -> Term {
     )
 }
 
+/// The non-torch memory vLLM reports after start-up, by version: 0.19's measured table, or
+/// the earlier measurement (at least the cuBLAS workspace). Reported among the overheads;
+/// the budget also subtracts the NCCL buffers before 0.19 (0.19's table includes them).
+fn non_torch(r: &Resolved, version: crate::config::VllmVersion) -> Term {
+    match version {
+        crate::config::VllmVersion::V0_19 => non_torch_v019(
+            r.layout.tensor_parallel_size,
+            r.layout.pipeline_parallel_size,
+        ),
+        crate::config::VllmVersion::Legacy => non_torch_overhead(&r.gpu),
+    }
+}
+
 /// Estimates vLLM serving (inference engine `vllm`).
 pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
-    let v019 = r
+    let version = r
         .config
         .inference
         .as_ref()
-        .is_none_or(|i| i.vllm_version == crate::config::VllmVersion::V0_19);
-    let overhead = if v019 {
-        non_torch_v019(
-            r.layout.tensor_parallel_size,
-            r.layout.pipeline_parallel_size,
-        )
-    } else {
-        non_torch_overhead(&r.gpu)
-    };
-    crate::inference::estimate_stages(r, vllm, Some(overhead))
+        .map_or(Default::default(), |i| i.vllm_version);
+    crate::inference::estimate_stages(r, vllm, Some(non_torch(r, version)))
 }
 
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
@@ -170,9 +175,9 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .filter(|&&g| g > 1)
         .count() as u64;
     let non_torch = if v019 {
-        non_torch_v019(l.tensor_parallel_size, l.pipeline_parallel_size).expr
+        non_torch(r, inf.vllm_version).expr
     } else {
-        non_torch_overhead(gpu).expr + nccl_buffers(communicators).expr
+        non_torch(r, inf.vllm_version).expr + nccl_buffers(communicators).expr
     };
     let budget = (n(gpu.memory_bytes, "B GPU memory")
         * f(inf.gpu_memory_utilization, "gpu_memory_utilization"))

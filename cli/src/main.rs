@@ -483,15 +483,29 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
         );
     }
     if let Some(s) = &e.serving {
-        out!(
-            "vLLM: budget {} ({} x GPU), weights {}, profile activations {}, non-torch {}",
-            fmt_gib(s.budget_bytes),
-            s.gpu_memory_utilization,
-            fmt_gib(s.weights_bytes),
-            fmt_gib(s.peak_activation_bytes),
-            fmt_gib(s.non_torch_bytes)
-        );
-        out!("vLLM: {}", s.message);
+        match s.engine {
+            calc_core::config::InferenceEngine::Sglang => out!(
+                "SGLang: static budget {} (mem_fraction_static {} x memory free before loading), weights {}, prefill chunk activations {}, process group {}",
+                fmt_gib(s.budget_bytes),
+                s.gpu_memory_utilization,
+                fmt_gib(s.weights_bytes),
+                fmt_gib(s.peak_activation_bytes),
+                fmt_gib(s.non_torch_bytes)
+            ),
+            _ => out!(
+                "vLLM: budget {} ({} x GPU), weights {}, profile activations {}, non-torch {}",
+                fmt_gib(s.budget_bytes),
+                s.gpu_memory_utilization,
+                fmt_gib(s.weights_bytes),
+                fmt_gib(s.peak_activation_bytes),
+                fmt_gib(s.non_torch_bytes)
+            ),
+        }
+        let engine = match s.engine {
+            calc_core::config::InferenceEngine::Sglang => "SGLang",
+            _ => "vLLM",
+        };
+        out!("{engine}: {}", s.message);
     }
     if e.trainable_params != e.params.total && e.mode == calc_core::Mode::Training {
         out!(

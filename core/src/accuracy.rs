@@ -16,7 +16,7 @@
 //! (`cargo run -p gpu-mem-calc --bin accuracy`, writes `ACCURACY.md`) and the web UI's
 //! "How accurate is this?" panel call the same functions.
 
-use crate::config::{Config, Mode, Precision};
+use crate::config::{Config, InferenceEngine, Mode, Precision};
 use crate::error::FieldError;
 use crate::{Estimate, estimate};
 use indexmap::IndexMap;
@@ -89,7 +89,8 @@ pub struct PublishedCase {
     pub title: String,
     pub source: String,
     /// What the number is: `allocated`, `active`, `reserved`, `smi`, `vllm_weights`,
-    /// `vllm_kv_cache`, `vllm_activation_peak`.
+    /// `vllm_kv_cache`, `vllm_activation_peak`, `vllm_non_torch`, `vllm_kv_tokens`,
+    /// `sglang_kv_cache`, `sglang_kv_tokens`.
     pub metric: String,
     pub measured_bytes: u64,
     /// Allowed |error| (fraction) for this case, with the reason in `notes`; `None` when the
@@ -459,6 +460,13 @@ fn published_value(metric: &str, est: &Estimate) -> Option<u64> {
         "vllm_non_torch" => serving?.non_torch_bytes,
         // a token count, not bytes ("GPU KV cache size: N tokens")
         "vllm_kv_tokens" => serving?.kv_cache_tokens,
+        // SGLang's "KV Cache is allocated. #tokens: N, K size: ..., V size: ..."
+        "sglang_kv_cache" if serving?.engine == InferenceEngine::Sglang => {
+            serving?.kv_cache_tokens * serving?.kv_bytes_per_token
+        }
+        "sglang_kv_tokens" if serving?.engine == InferenceEngine::Sglang => {
+            serving?.kv_cache_tokens
+        }
         _ => return None,
     })
 }
@@ -474,7 +482,7 @@ pub fn compare_published(case: &PublishedCase) -> Result<PublishedResult, Vec<Fi
         vec![FieldError::new(
             "metric",
             &case.metric,
-            "one of allocated, active, reserved, smi, vllm_weights, vllm_kv_cache, vllm_activation_peak",
+            "one of allocated, active, reserved, smi, vllm_weights, vllm_kv_cache, vllm_activation_peak, vllm_non_torch, vllm_kv_tokens, sglang_kv_cache or sglang_kv_tokens (with engine sglang)",
         )]
     })?;
     Ok(PublishedResult {

@@ -222,6 +222,9 @@ pub enum InferenceEngine {
     /// vLLM: paged KV cache sized from `gpu_memory_utilization` after a profiling run
     /// (`max_num_batched_tokens` tokens, `max_num_seqs` sampled rows); MLA as latents.
     Vllm,
+    /// SGLang: a token pool sized from `mem_fraction_static` of the memory free before the
+    /// weights load (sglang/srt/model_executor/model_runner.py `profile_max_num_token`).
+    Sglang,
 }
 
 /// The `inference` section.
@@ -289,6 +292,19 @@ pub struct Inference {
     /// The vLLM release whose memory profile is modelled (default `0.19`).
     #[serde(skip_serializing_if = "is_default")]
     pub vllm_version: VllmVersion,
+    /// SGLang `--mem-fraction-static`: weights plus the KV pool as a fraction of the GPU
+    /// memory free before the weights load. Default: SGLang's heuristic
+    /// (server_args.py `_handle_gpu_memory_settings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fraction_static: Option<f64>,
+    /// SGLang `--chunked-prefill-size`: tokens per prefill forward pass. Default: SGLang's
+    /// by GPU memory (2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384).
+    #[serde(
+        default,
+        deserialize_with = "units::de_opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub chunked_prefill_size: Option<u64>,
 }
 
 /// vLLM releases whose start-up memory differs.
@@ -329,6 +345,8 @@ impl Default for Inference {
             max_num_batched_tokens: 8192,
             max_num_seqs: 1024,
             vllm_version: VllmVersion::V0_19,
+            mem_fraction_static: None,
+            chunked_prefill_size: None,
         }
     }
 }
@@ -1078,4 +1096,5 @@ choices!(KvCacheDtype {
 choices!(InferenceEngine {
     Hf => "transformers generate",
     Vllm => "vLLM serving",
+    Sglang => "SGLang serving",
 });

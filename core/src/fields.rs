@@ -272,8 +272,8 @@ pub enum Applies {
     TorchOptimizer,
     /// A parallel dimension: in training, the engine must model it.
     Parallel(fn(&Parallelism) -> bool),
-    /// An inference runtime's setting (in training tasks: always).
-    Runtime(InferenceEngine),
+    /// A setting of these inference runtimes (in training tasks: always).
+    Runtime(&'static [InferenceEngine]),
     /// A setting of these weight formats only (inference).
     Formats(&'static [WeightFormat]),
 }
@@ -367,8 +367,10 @@ const FRACTION: Option<Bounds> = Some(Bounds {
     min_open: false,
     max_open: false,
 });
-const HF: Applies = Runtime(InferenceEngine::Hf);
-const VLLM: Applies = Runtime(InferenceEngine::Vllm);
+const HF: Applies = Runtime(&[InferenceEngine::Hf]);
+const VLLM: Applies = Runtime(&[InferenceEngine::Vllm]);
+const SGLANG: Applies = Runtime(&[InferenceEngine::Sglang]);
+const SERVING: Applies = Runtime(&[InferenceEngine::Vllm, InferenceEngine::Sglang]);
 
 /// The fields of the form, grouped by section. Every input of the config schema except the
 /// model and the GPU (which have pickers of their own).
@@ -398,7 +400,7 @@ pub const SECTIONS: &[Section] = &[
         f("training.lora.adapters_fp32", "Adapters in fp32", "", Check, true, FINE_TUNING, Always, None, "PEFT autocast_adapter_dtype (default on)."),
     ]},
     Section { title: "Inference", open: true, tasks: INFERENCE, fields: &[
-        f("inference.engine", "Runtime", "", C(Choices::Runtime), true, INFERENCE, Always, None, "transformers generate, or vLLM (paged KV cache sized from gpu_memory_utilization)."),
+        f("inference.engine", "Runtime", "", C(Choices::Runtime), true, INFERENCE, Always, None, "transformers generate; vLLM (KV cache sized from gpu_memory_utilization after a profiling run); SGLang (KV pool sized from mem_fraction_static before any forward pass)."),
         f("inference.batch_size", "Batch size", "sequences", Count, true, INFERENCE, HF, range(1, limits::MAX_BATCH), "Sequences generated together (transformers generate)."),
         f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, Always, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
         f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, None, "Tokens prefilled at once. Empty: the whole context."),
@@ -409,12 +411,14 @@ pub const SECTIONS: &[Section] = &[
         f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),
         f("inference.kv_cache_dtype", "KV cache", "", C(Choices::KvCacheDtype), true, INFERENCE, Always, None, "vLLM kv_cache_dtype."),
         f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes (0: all of them)."),
-        f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_model_len. Empty: the context length."),
+        f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, SERVING, range(1, limits::MAX_SEQ), "vLLM max_model_len, SGLang context_length. Empty: the context length."),
         f("inference.attention", "Attention", "", C(Choices::Attention), true, INFERENCE, HF, None, "Eager attention materializes the scores during the prefill."),
         f("inference.prefill_chunk", "Prefill chunk", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),
         f("inference.gpu_memory_utilization", "GPU memory utilization", "fraction", Number, true, INFERENCE, VLLM, Some(Bounds { min: 0.0, max: 1.0, min_open: true, max_open: false }), "vLLM gpu_memory_utilization."),
         f("inference.max_num_batched_tokens", "Max batched tokens", "tokens", Count, true, INFERENCE, VLLM, range(1, limits::MAX_SEQ), "vLLM max_num_batched_tokens: the profiling forward pass."),
         f("inference.max_num_seqs", "Max sequences", "", Count, true, INFERENCE, VLLM, range(1, limits::MAX_BATCH), "vLLM max_num_seqs: rows of the profiled sampler."),
+        f("inference.mem_fraction_static", "Static memory fraction", "fraction", Number, true, INFERENCE, SGLANG, Some(Bounds { min: 0.0, max: 1.0, min_open: true, max_open: false }), "SGLang --mem-fraction-static: weights plus KV pool as a fraction of the memory free before loading. Empty: SGLang's default for this GPU and layout."),
+        f("inference.chunked_prefill_size", "Chunked prefill", "tokens", Count, true, INFERENCE, SGLANG, range(1, limits::MAX_SEQ), "SGLang --chunked-prefill-size: tokens per prefill pass, outside the static pool. Empty: SGLang's default for this GPU's memory."),
         f("inference.vllm_version", "vLLM version", "", C(Choices::VllmVersion), true, INFERENCE, VLLM, None, "0.19: the profiling run's sampler filters in place (Triton top-k/top-p), non-torch memory as its logs report it; earlier: the sort-based sampler of the llm-d empirical results."),
     ]},
     Section { title: "Parallelism", open: true, tasks: ALL, fields: &[
@@ -539,7 +543,7 @@ impl Field {
             }
             TorchOptimizer => ctx.engine.torch_optimizer(),
             Applies::Parallel(dim) => !training || dim(&ctx.engine.parallelism()),
-            Runtime(r) => training || ctx.runtime == r,
+            Runtime(list) => training || list.contains(&ctx.runtime),
             Formats(list) => list.contains(&ctx.weight_format),
         }
     }

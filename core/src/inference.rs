@@ -45,8 +45,9 @@ pub fn kv_bytes_per_token(
     let den = || n(den, "");
     match (&arch.mla, engine) {
         // vLLM's MLA backends cache the compressed latent and the shared rope key, once
-        // per token, on every TP rank
-        (Some(m), InferenceEngine::Vllm) => {
+        // per token, on every TP rank; so does SGLang (model_runner.py cell_size:
+        // `(kv_lora_rank + qk_rope_head_dim) x layers x element size`)
+        (Some(m), InferenceEngine::Vllm | InferenceEngine::Sglang) => {
             (n(m.kv_lora_rank + m.qk_rope_head_dim, "latent dims") * bytes(num)).div_ceil(den())
                 + bytes(per_head)
         }
@@ -246,13 +247,15 @@ impl InferStage<'_> {
 }
 
 /// An inference estimate from `per_stage`, the runtime's model of one pipeline stage
-/// (transformers `generate` here, vLLM in [`crate::serving`]): every candidate stage, the
-/// runtime's warnings, the overheads (NCCL communicators of TP and PP; vLLM replaces the
-/// cuBLAS workspace with its non-torch memory and has no allocator reserve).
+/// (transformers `generate` here, vLLM in [`crate::serving`], SGLang in [`crate::sglang`]):
+/// every candidate stage, the runtime's warnings, the overheads (NCCL communicators of TP
+/// and PP; a serving runtime replaces the cuBLAS workspace with `non_torch`, the NCCL
+/// buffers with `nccl` where given, and has no allocator reserve).
 pub(crate) fn estimate_stages(
     r: &Resolved,
     per_stage: fn(&InferStage) -> StageOutcome,
     non_torch: Option<Term>,
+    nccl: Option<Term>,
 ) -> Estimate {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
@@ -292,6 +295,7 @@ pub(crate) fn estimate_stages(
         Overheads {
             communicators,
             non_torch,
+            nccl,
             reserve,
         },
         0,
@@ -301,7 +305,7 @@ pub(crate) fn estimate_stages(
 
 /// Estimates transformers `generate` (inference engine `hf`).
 pub(crate) fn estimate_generate(r: &Resolved) -> Estimate {
-    estimate_stages(r, generate, None)
+    estimate_stages(r, generate, None, None)
 }
 
 /// transformers `generate` on one stage: the prefill of the prompt (or one chunk of it)

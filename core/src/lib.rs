@@ -52,6 +52,7 @@ pub mod report;
 pub mod resolve;
 pub mod seed;
 pub mod serving;
+pub mod sglang;
 pub mod solve;
 pub mod term;
 pub mod training;
@@ -83,6 +84,7 @@ pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
         {
             config::InferenceEngine::Hf => inference::estimate_generate(&r),
             config::InferenceEngine::Vllm => serving::estimate_vllm(&r),
+            config::InferenceEngine::Sglang => sglang::estimate_sglang(&r),
         },
     })
 }

@@ -273,18 +273,31 @@ pub struct Estimate {
     pub serving: Option<ServingEstimate>,
 }
 
-/// vLLM-style serving capacity for one GPU (vllm/v1/worker/gpu_worker.py
-/// `determine_available_memory`, vllm/v1/core/kv_cache_utils.py).
+fn vllm_engine() -> crate::config::InferenceEngine {
+    crate::config::InferenceEngine::Vllm
+}
+
+/// Serving capacity for one GPU: vLLM (vllm/v1/worker/gpu_worker.py
+/// `determine_available_memory`, vllm/v1/core/kv_cache_utils.py) or SGLang
+/// (model_runner.py `profile_max_num_token`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServingEstimate {
+    /// The serving engine (`vllm`, `sglang`; `vllm` in output written before SGLang).
+    #[serde(default = "vllm_engine")]
+    pub engine: crate::config::InferenceEngine,
+    /// vLLM `gpu_memory_utilization`, or SGLang `mem_fraction_static` (given or SGLang's
+    /// default).
     pub gpu_memory_utilization: f64,
-    /// GPU memory x utilization: what vLLM may use.
+    /// What the engine's static allocations may use: vLLM, GPU memory x utilization;
+    /// SGLang, `mem_fraction_static` x the memory free before the weights load.
     pub budget_bytes: u64,
     pub weights_bytes: u64,
-    /// Peak activation of the profiling run (forward of max_num_batched_tokens, sampler).
+    /// Peak activation of the profiling run (vLLM: forward of max_num_batched_tokens,
+    /// sampler; SGLang: a prefill chunk, outside the static budget).
     pub peak_activation_bytes: u64,
-    /// Memory allocated outside PyTorch after start-up (kernels, NCCL).
+    /// Memory allocated outside PyTorch after start-up (vLLM: kernels, NCCL; SGLang: the
+    /// process group's buffers before the weights load).
     pub non_torch_bytes: u64,
     /// Budget minus the above (negative: no room for a KV cache).
     pub kv_cache_bytes: i64,
@@ -385,6 +398,9 @@ pub(crate) struct Overheads {
     pub communicators: u64,
     /// vLLM's non-torch memory after start-up, which replaces the cuBLAS workspace term.
     pub non_torch: Option<Term>,
+    /// The runtime's own figure for the communicators' memory, which replaces the NCCL
+    /// buffers term (vLLM 0.19's non-torch table includes them; SGLang's process group).
+    pub nccl: Option<Term>,
     /// The allocator reserve applies (vLLM sizes its cache from a budget instead).
     pub reserve: bool,
 }
@@ -446,7 +462,7 @@ fn overhead_terms(r: &Resolved, peak: u64, o: Overheads) -> [Term; 4] {
     [
         Term::new(context, context_source),
         cublas,
-        nccl_buffers(o.communicators),
+        o.nccl.unwrap_or_else(|| nccl_buffers(o.communicators)),
         reserve,
     ]
 }

@@ -441,6 +441,18 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
     if let Some(m) = inf.max_model_len {
         e.range("inference.max_model_len", m, 1, limits::MAX_SEQ);
     }
+    if let Some(fr) = inf.mem_fraction_static
+        && !(fr > 0.0 && fr <= 1.0)
+    {
+        e.add(
+            "inference.mem_fraction_static",
+            fr,
+            "must be a number above 0 and at most 1",
+        );
+    }
+    if let Some(c) = inf.chunked_prefill_size {
+        e.range("inference.chunked_prefill_size", c, 1, limits::MAX_SEQ);
+    }
     e.range(
         "inference.max_num_batched_tokens",
         inf.max_num_batched_tokens,

@@ -3,7 +3,7 @@
 //! `determine_available_memory`; reproduces the published logs: 79.18 x 0.9 - 14.99 -
 //! 4.76 - 0.13 = 51.38 GiB for Llama-3.1-8B). The profiling run is a forward of
 //! `max_num_batched_tokens` tokens and a sampler run over `max_num_seqs` rows with
-//! top-k/top-p ([`vllm_sampler_bytes`]). SGLang goes beside it.
+//! top-k/top-p ([`vllm_sampler_bytes`]). SGLang is in `sglang.rs`.
 
 use crate::config::Attention;
 use crate::inference::{InferStage, KV_SOURCE, forward_workspace, kv_bytes_per_token, storage};
@@ -54,7 +54,7 @@ fn sampler_bytes_v019(act: u64) -> u64 {
 /// GiB with tensor parallelism (NCCL communicators and the custom all-reduce buffers), 0.07
 /// GiB per pipeline rank. Measured figures of the runtime, not derived: the published KV
 /// checks on those logs are not independent of this term.
-fn non_torch_v019(tp: u64, pp: u64) -> Term {
+pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
     const GIB_100: u64 = GIB / 100;
     let (hundredths, what) = if tp > 1 {
         (
@@ -74,7 +74,7 @@ fn non_torch_v019(tp: u64, pp: u64) -> Term {
 
 /// vLLM's cached rotary table: `max_position_embeddings x rotary_dim` in the model dtype,
 /// one per model (vllm/model_executor/layers/rotary_embedding `cos_sin_cache`).
-fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
+pub(crate) fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
     if a.learned_position_embeddings > 0 {
         return Expr::zero();
     }
@@ -120,7 +120,14 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
         .inference
         .as_ref()
         .map_or(Default::default(), |i| i.vllm_version);
-    crate::inference::estimate_stages(r, vllm, Some(non_torch(r, version)))
+    // 0.19's measured non-torch memory includes the communicators' buffers
+    let nccl = (version == crate::config::VllmVersion::V0_19).then(|| {
+        Term::new(
+            Expr::zero(),
+            "included in vLLM 0.19's measured non-torch memory",
+        )
+    });
+    crate::inference::estimate_stages(r, vllm, Some(non_torch(r, version)), nccl)
 }
 
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
@@ -224,6 +231,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
     };
     let non_torch_bytes = non_torch.bytes();
     let serving = ServingEstimate {
+        engine: crate::config::InferenceEngine::Vllm,
         gpu_memory_utilization: inf.gpu_memory_utilization,
         budget_bytes,
         weights_bytes,

@@ -95,6 +95,7 @@ pub(crate) fn estimate_training(r: &Resolved) -> Estimate {
         Overheads {
             communicators,
             non_torch: None,
+            nccl: None,
             reserve: true,
         },
         trainable,

@@ -546,3 +546,81 @@ fn gpt_oss_mxfp4_experts_only() {
         "hardware": {"gpu": "h100-80gb"}}));
     assert!(c(&all, "decode", "weights") < 13_761_264_768);
 }
+
+// ------------------------------------------------------------------------- SGLang
+
+#[test]
+fn sglang_static_pool() {
+    // Llama-3.1-8B in bf16 on one H100 (CUDA total 85 018 877 624 B), mem_fraction_static
+    // 0.85 (model_runner.py profile_max_num_token: rest = fraction x free before loading -
+    // weights). Free before loading: the capacity less the 911 MiB CUDA context (no process
+    // group on one GPU) = 84 063 624 888 B; budget floor(0.85 x that) = 71 454 081 154 B.
+    // Weights: 8 030 261 248 params x 2 B + the rotary cache 131 072 positions x 128 x 2 B
+    // = 16 094 076 928 B. KV = 55 360 004 226 B; a token holds 32 layers x 2 x 8 heads x
+    // 128 x 2 B = 131 072 B, so the pool is 422 363 tokens.
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "sglang", "context_len": 8192, "mem_fraction_static": 0.85},
+        "hardware": {"gpu": "h100-80gb"}}),
+    );
+    let s = e.serving.unwrap();
+    assert_eq!(s.budget_bytes, 71_454_081_154);
+    assert_eq!(s.weights_bytes, 16_094_076_928);
+    assert_eq!(s.kv_cache_bytes, 55_360_004_226);
+    assert_eq!(s.kv_bytes_per_token, 131_072);
+    assert_eq!(s.kv_cache_tokens, 422_363);
+    assert!(s.fits);
+    // the pool is whole tokens; the prefill chunk (SGLang's default 8192 tokens on an H100)
+    // sits beside it outside the static budget
+    let kv_term = e.components["kv_cache"];
+    assert_eq!(kv_term, 422_363 * 131_072);
+    assert_eq!(
+        e.components["weights"] + kv_term + s.peak_activation_bytes,
+        e.peak_allocated_bytes
+    );
+}
+
+#[test]
+fn sglang_default_fraction_and_errors() {
+    // SGLang's default on an H100 (81 080 MiB CUDA total; server_args.py): chunked prefill
+    // 8192 and cuda_graph_max_bs 256 at TP1, reserved 512 + 1.5 x 8192 + 2 x 256 + 1/8 x
+    // 1024 = 13 440 MiB: round((81 080 - 13 440) / 81 080, 3) = 0.834. At TP 4: graph
+    // batch 512 and 4/8 x 1024, reserved 14 336 MiB: 0.823.
+    let s = |tp: u64| {
+        est(
+            json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+            "inference": {"engine": "sglang", "context_len": 8192},
+            "parallelism": {"tensor_parallel_size": tp},
+            "hardware": {"gpu": "h100-80gb", "num_gpus": tp}}),
+        )
+        .serving
+        .unwrap()
+    };
+    assert_eq!(s(1).gpu_memory_utilization, 0.834);
+    assert_eq!(s(4).gpu_memory_utilization, 0.823);
+    // a fraction too small for the weights says so
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "sglang", "context_len": 8192, "mem_fraction_static": 0.1},
+        "hardware": {"gpu": "h100-80gb"}}),
+    );
+    let sv = e.serving.unwrap();
+    assert!(!sv.fits && sv.kv_cache_tokens == 0);
+    assert!(
+        sv.message.starts_with("Not enough memory"),
+        "{}",
+        sv.message
+    );
+    // out of range
+    let c: Config = serde_json::from_value(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "sglang", "mem_fraction_static": 1.5}}),
+    )
+    .unwrap();
+    let errs = estimate(&c).unwrap_err();
+    assert!(
+        errs.iter()
+            .any(|e| e.field == "inference.mem_fraction_static"),
+        "{errs:?}"
+    );
+}

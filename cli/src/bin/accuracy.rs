@@ -390,14 +390,22 @@ fn main() {
     for c in published_cases() {
         match compare_published(c) {
             Ok(p) => {
+                // token counts are counts, every other metric bytes
+                let value = |v: u64| {
+                    if p.metric.ends_with("_tokens") {
+                        format!("{v} tokens")
+                    } else {
+                        format!("{:.3} GB", v as f64 / GB)
+                    }
+                };
                 let _ = writeln!(
                     o,
-                    "| {}: {} | {} | {:.3} GB | {:.3} GB | {:+.2} % | {} | {} |",
+                    "| {}: {} | {} | {} | {} | {:+.2} % | {} | {} |",
                     p.id,
                     p.title,
                     p.metric,
-                    p.pair.measured as f64 / GB,
-                    p.pair.estimated as f64 / GB,
+                    value(p.pair.measured),
+                    value(p.pair.estimated),
                     p.pair.error * 100.0,
                     p.tolerance
                         .map_or("reported only".into(), |t| format!("{:.0} %", t * 100.0)),

@@ -384,6 +384,14 @@ pub fn cases() -> Vec<(String, Value)> {
             "vllm-small",
             json!({"inference": {"engine": "vllm", "max_num_batched_tokens": 2048, "max_num_seqs": 64}}),
         ),
+        (
+            "sglang",
+            json!({"inference": {"engine": "sglang", "context_len": 8192}}),
+        ),
+        (
+            "sglang-fp8",
+            json!({"inference": {"engine": "sglang", "weight_format": "fp8", "kv_cache_dtype": "fp8", "mem_fraction_static": 0.9, "chunked_prefill_size": 4096}}),
+        ),
     ];
     let infer_layouts: &[(&str, Value)] = &[
         ("1gpu", json!({"hardware": {"num_gpus": 1}})),
@@ -406,6 +414,7 @@ pub fn cases() -> Vec<(String, Value)> {
                 if *ln != "1gpu"
                     && *ln != "tp2"
                     && !iname.starts_with("vllm")
+                    && !iname.starts_with("sglang")
                     && *iname != "hf-bf16"
                 {
                     continue;

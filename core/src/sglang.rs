@@ -1,0 +1,216 @@
+//! SGLang serving capacity (inference engine `sglang`).
+//!
+//! SGLang sizes its KV pool before any forward pass, from the memory free once the
+//! process group exists and before the weights load (`min_per_gpu_memory`,
+//! sglang/srt/model_executor/model_runner.py `init_torch_distributed`):
+//!
+//! `rest = free after loading - free before loading x (1 - mem_fraction_static)`
+//! (`profile_max_num_token`), i.e. `mem_fraction_static x free before loading - weights`,
+//! and `max_total_num_tokens = rest // cell_size` with `cell_size` the KV bytes of one token
+//! over the GPU's layers. Activations, CUDA graphs and the sampler live in the remaining
+//! `1 - mem_fraction_static`; they are not profiled, so a prefill chunk larger than that
+//! slack runs out of memory at run time instead of shrinking the pool.
+
+use crate::config::{Attention, Inference};
+use crate::inference::{InferStage, KV_SOURCE, forward_workspace, kv_bytes_per_token, storage};
+use crate::problem::{GpuSpec, Resolved};
+use crate::report::{Component, Phase, PhaseName, ServingEstimate, StageOutcome, nccl_buffers};
+use crate::serving::{non_torch_v019, rotary_cache};
+use crate::term::{Expr, Term, f, n};
+use crate::units::{GIB, MIB};
+use crate::weights::stage_weights;
+
+/// SGLang's defaults that depend on the GPU's memory (server_args.py
+/// `_handle_gpu_memory_settings`, CUDA buckets): `(chunked_prefill_size, cuda_graph_max_bs)`
+/// for `gpu_mib` MiB of GPU memory and tensor parallel size `tp`.
+fn memory_bucket(gpu_mib: u64, tp: u64) -> (u64, u64) {
+    let small_tp = tp < 4;
+    if gpu_mib < 20 * 1024 {
+        (2048, 8)
+    } else if gpu_mib < 35 * 1024 {
+        (2048, if small_tp { 24 } else { 80 })
+    } else if gpu_mib < 60 * 1024 {
+        (4096, if small_tp { 32 } else { 160 })
+    } else if gpu_mib < 160 * 1024 {
+        (8192, if small_tp { 256 } else { 512 })
+    } else {
+        (16384, 512)
+    }
+}
+
+/// The prefill chunk: `inference.chunked_prefill_size`, else SGLang's default for the GPU.
+fn chunked_prefill_size(inf: &Inference, gpu: &GpuSpec, tp: u64) -> u64 {
+    inf.chunked_prefill_size
+        .unwrap_or_else(|| memory_bucket(gpu.memory_bytes / MIB, tp).0)
+}
+
+/// SGLang's default `mem_fraction_static` (server_args.py `_handle_gpu_memory_settings`,
+/// no DP attention, no speculative decoding): `(gpu - reserved) / gpu` rounded to three
+/// decimals, with `reserved` in MiB the sum of 512 (attention-backend metadata),
+/// 1.5 x max(chunked prefill, 2048) (prefill activations), 2 x `cuda_graph_max_bs` (CUDA
+/// graphs) and TP x PP / 8 x 1024; at least 10 GiB above 60 GiB of GPU memory. SGLang
+/// reads the capacity from nvidia-smi; the GPU's CUDA total is used here (H100: 81 080 MiB
+/// instead of 81 559, which moves the default by 0.001).
+pub fn default_mem_fraction_static(gpu: &GpuSpec, inf: &Inference, tp: u64, pp: u64) -> f64 {
+    let gpu_mib = gpu.memory_bytes / MIB;
+    let (_, graph_bs) = memory_bucket(gpu_mib, tp);
+    let chunk = chunked_prefill_size(inf, gpu, tp);
+    let mut reserved = 512.0
+        + chunk.max(2048) as f64 * 1.5
+        + graph_bs as f64 * 2.0
+        + (tp * pp) as f64 / 8.0 * 1024.0;
+    if gpu_mib > 60 * 1024 {
+        reserved = reserved.max(10.0 * 1024.0);
+    }
+    let g = gpu_mib.max(1) as f64;
+    (((g - reserved) / g) * 1000.0).round() / 1000.0
+}
+
+/// The memory the process group takes before SGLang measures what is free: the NCCL
+/// communicators (with their warm-up all-reduce, `PyNcclCommunicator.__init__`) and the
+/// custom all-reduce buffers. Taken as what vLLM 0.19 measured with the same NCCL on H100
+/// beyond its one-GPU figure (its non-torch table: 2.10 - 0.25 GiB with tensor
+/// parallelism; the one-GPU part is kernels and cuBLAS, loaded after SGLang's measurement),
+/// at least NCCL's default buffers per communicator ([`nccl_buffers`]); nothing on one GPU.
+fn process_group(r: &Resolved) -> Term {
+    let (tp, pp) = (
+        r.layout.tensor_parallel_size,
+        r.layout.pipeline_parallel_size,
+    );
+    if tp == 1 && pp == 1 {
+        return Term::zero();
+    }
+    let communicators = u64::from(tp > 1) + u64::from(pp > 1);
+    Term::new(
+        Expr::max(vec![
+            non_torch_v019(tp, pp)
+                .expr
+                .label("vLLM non-torch")
+                .minus(non_torch_v019(1, 1).expr.label("one GPU")),
+            nccl_buffers(communicators).expr.label("NCCL buffers"),
+        ]),
+        "the process group before loading: vLLM 0.19's measured non-torch memory beyond one GPU (NCCL communicators, custom all-reduce; published cases GT-65 to GT-79), at least NCCL_BUFFSIZE 4 MiB x 2 x 16 channels per communicator",
+    )
+}
+
+/// Estimates SGLang serving (inference engine `sglang`).
+pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Estimate {
+    // after loading: CUDA kernels and cuBLAS as vLLM 0.19 measured them on one GPU; the
+    // process group in place of the NCCL buffers
+    crate::inference::estimate_stages(
+        r,
+        sglang,
+        Some(non_torch_v019(1, 1)),
+        Some(process_group(r)),
+    )
+}
+
+/// SGLang on one stage: the static pool (weights and KV cache) and a prefill chunk.
+fn sglang(s: &InferStage) -> StageOutcome {
+    let InferStage {
+        r,
+        st,
+        inf,
+        arch: a,
+        tp,
+        layers: (start, end),
+        act,
+        fp16,
+    } = *s;
+    let gpu = &r.gpu;
+    let pp = r.layout.pipeline_parallel_size;
+    let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
+    let fraction = inf
+        .mem_fraction_static
+        .unwrap_or_else(|| default_mem_fraction_static(gpu, inf, tp, pp));
+    let stored = stage_weights(r, st, storage(inf));
+    let weights = Term::new(
+        stored.expr + rotary_cache(a, act),
+        format!(
+            "{}; the rotary cos_sin_cache (max_position_embeddings x rotary dim)",
+            stored.source
+        ),
+    );
+    let group = process_group(r);
+    // free memory before the weights load: the capacity less the CUDA context and the
+    // process group's buffers
+    let free_before = n(gpu.memory_bytes, "B GPU memory")
+        .minus(n(gpu.cuda_context_bytes, "B CUDA context"))
+        .minus(group.expr.clone().label("process group"));
+    let budget = (free_before * f(fraction, "mem_fraction_static")).floor();
+    let kv = budget
+        .clone()
+        .label("static budget")
+        .minus(weights.expr.clone().label("weights"));
+    let kv_value = kv.value().to_i64();
+    let per_token = n(end - start, "layers")
+        * kv_bytes_per_token(a, inf.kv_cache_dtype, act, tp, inf.engine)
+            .label("B per token per layer");
+    let per_token_bytes = per_token.bytes();
+    let tokens = if kv_value > 0 {
+        kv_value as u64 / per_token_bytes.max(1)
+    } else {
+        0
+    };
+    // the pool SGLang allocates: whole tokens (page size 1)
+    let pool = n(tokens, "tokens") * per_token;
+    let chunk = chunked_prefill_size(inf, gpu, tp);
+    let prefill = Term::new(
+        forward_workspace(a, chunk, chunk, 1, Attention::Flash, act, fp16, tp),
+        "a prefill chunk of chunked_prefill_size tokens (core/src/inference.rs forward_workspace), outside the static pool",
+    );
+    let fits = tokens >= max_model_len;
+    let gib = |b: i64| b as f64 / GIB as f64;
+    let (weights_bytes, act_bytes, budget_bytes) =
+        (weights.bytes(), prefill.bytes(), budget.bytes());
+    let message = if kv_value <= 0 {
+        format!(
+            "Not enough memory: weights {:.2} GiB exceed the static budget {:.2} GiB (mem_fraction_static {fraction}). Increase mem_fraction_static or tensor parallelism.",
+            gib(weights_bytes as i64),
+            gib(budget_bytes as i64)
+        )
+    } else if !fits {
+        format!(
+            "KV pool {tokens} tokens ({:.2} GiB) is shorter than one request of {max_model_len} tokens; increase mem_fraction_static or tensor parallelism.",
+            gib(kv_value)
+        )
+    } else {
+        format!(
+            "KV pool {tokens} tokens ({:.2} GiB, mem_fraction_static {fraction}); {:.2} requests of {max_model_len} tokens at once",
+            gib((tokens * per_token_bytes) as i64),
+            tokens as f64 / max_model_len as f64
+        )
+    };
+    let group_bytes = group.bytes();
+    let serving = ServingEstimate {
+        engine: crate::config::InferenceEngine::Sglang,
+        gpu_memory_utilization: fraction,
+        budget_bytes,
+        weights_bytes,
+        peak_activation_bytes: act_bytes,
+        non_torch_bytes: group_bytes,
+        kv_cache_bytes: kv_value,
+        kv_bytes_per_token: per_token_bytes,
+        kv_cache_tokens: tokens,
+        max_model_len,
+        max_concurrency: tokens as f64 / max_model_len.max(1) as f64,
+        fits,
+        message,
+        one_sequence_bytes: weights_bytes
+            + act_bytes
+            + group_bytes
+            + per_token_bytes * max_model_len,
+    };
+    let mut serve = Phase::new(PhaseName::Serving);
+    serve
+        .set(Component::Weights, weights)
+        .set(Component::Activations, prefill)
+        .set(
+            Component::KvCache,
+            Term::new(
+                Expr::max(vec![pool, n(0, "")]),
+                format!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
+            ),
+        );
+    s.outcome(vec![serve], Some(serving))
+}

@@ -278,6 +278,19 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   await page.fill('#inference-context_len', '16000');
   await page.locator('#verdict', { hasText: 'maximum concurrency for 16000 tokens per request' }).waitFor();
   await page.screenshot({ path: path.join(OUT, 'inference.png'), fullPage: true });
+  // SGLang: its static fraction and prefill chunk instead of vLLM's settings; the verdict
+  // is its token pool
+  await page.selectOption('#inference-engine', '"sglang"');
+  await page.locator('#inference-mem_fraction_static').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#inference-chunked_prefill_size').isVisible(), true);
+  assert.equal(await page.locator('#inference-gpu_memory_utilization').isVisible(), false);
+  assert.equal(await page.locator('#inference-max_model_len').isVisible(), true);
+  await page.fill('#inference-mem_fraction_static', '0.85');
+  await page.locator('#verdict', { hasText: 'mem_fraction_static 0.85' }).waitFor();
+  assert.match(await page.textContent('#verdict'), /^Serves: KV pool \d+ tokens/);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(OUT, 'inference-sglang-phone.png'), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 1000 });
   await page.click('#mode-training');
   await page.locator('#training-micro_batch_size').waitFor({ state: 'visible' });
   assert.deepEqual(errors, []);

@@ -122,6 +122,30 @@ pub fn forward_workspace(
     fp16: bool,
     tp: u64,
 ) -> Expr {
+    let p = forward_parts(arch, tokens, kv_len, batch_rows, attention, act, fp16, tp);
+    p.hidden + crate::activations::max_bytes(vec![p.mlp, p.attention])
+}
+
+/// The three parts of [`forward_workspace`]: the hidden states alive through a layer, the
+/// MLP's intermediates and the attention's.
+pub(crate) struct ForwardParts {
+    pub hidden: Expr,
+    pub mlp: Expr,
+    pub attention: Expr,
+}
+
+/// See [`forward_workspace`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn forward_parts(
+    arch: &ModelArch,
+    tokens: u64,
+    kv_len: u64,
+    batch_rows: u64,
+    attention: Attention,
+    act: u64,
+    fp16: bool,
+    tp: u64,
+) -> ForwardParts {
     let h = arch.hidden_size;
     let (inter, rows) = match &arch.moe {
         Some(m) => (
@@ -194,8 +218,11 @@ pub fn forward_workspace(
     } else {
         Expr::zero()
     };
-    n(3, "hidden states") * n(tokens, "tokens") * n(h, "hidden") * bytes(act)
-        + crate::activations::max_bytes(vec![mlp, (qkv + out + scores).label("")])
+    ForwardParts {
+        hidden: n(3, "hidden states") * n(tokens, "tokens") * n(h, "hidden") * bytes(act),
+        mlp,
+        attention: (qkv + out + scores).label(""),
+    }
 }
 
 /// The activation dtype's bytes for a weight format: fp32 weights compute in fp32, the rest

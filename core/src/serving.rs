@@ -5,8 +5,11 @@
 //! `max_num_batched_tokens` tokens and a sampler run over `max_num_seqs` rows with
 //! top-k/top-p ([`vllm_sampler_bytes`]). SGLang is in `sglang.rs`.
 
+use crate::arch::FfnKind;
 use crate::config::Attention;
-use crate::inference::{InferStage, KV_SOURCE, forward_workspace, kv_bytes_per_token, storage};
+use crate::inference::{
+    InferStage, KV_SOURCE, forward_parts, forward_workspace, kv_bytes_per_token, storage,
+};
 use crate::model::ModelArch;
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{
@@ -70,6 +73,27 @@ pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
         n(hundredths, "hundredths of a GiB") * n(GIB_100, "B"),
         format!("vLLM 0.19 non-torch memory measured {what}"),
     )
+}
+
+/// vLLM 0.19's fused-MoE workspace for a batch of `tokens` tokens, per GPU: the Triton
+/// experts' `workspace_shapes` (fused_moe `TritonExperts`: workspace13 = tokens x top-k x
+/// max(I, h), sharing one buffer with the (tokens, h) output, and workspace2 = tokens x
+/// top-k x max(2I, h), I the expert intermediate size over TP), taken from the persistent
+/// `WorkspaceManager` (vllm/v1/worker/workspace.py `get_simultaneous`, grown to the largest
+/// request and never freed). The 256-byte alignment of each view is left out (< 512 B).
+fn fused_moe_workspace(
+    a: &ModelArch,
+    m: &crate::arch::Moe,
+    tokens: u64,
+    act: u64,
+    tp: u64,
+) -> Expr {
+    let h = a.hidden_size;
+    let i = m.moe_intermediate_size.div_ceil(tp);
+    let rows = tokens * m.num_experts_per_tok;
+    let ws13 = (rows * i.max(h)).max(tokens * h);
+    let ws2 = rows * (2 * i).max(h);
+    (n(ws13, "workspace13 elements") + n(ws2, "workspace2 elements")) * bytes(act)
 }
 
 /// vLLM's cached rotary table: `max_position_embeddings x rotary_dim` in the model dtype,
@@ -155,8 +179,35 @@ fn vllm(s: &InferStage) -> StageOutcome {
     );
     let t = inf.max_num_batched_tokens;
     let rows = inf.max_num_seqs.min(t).max(1);
-    let fwd = forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
     let v019 = inf.vllm_version == crate::config::VllmVersion::V0_19;
+    // 0.19's fused MoE draws its buffers from the persistent workspace: alive from the
+    // first MoE layer of the profiling forward through the sampler run
+    let kind = |k| (start..end).any(|i| a.ffn_kind(i) == k);
+    let moe_ws = match &a.moe {
+        Some(m) if v019 && kind(FfnKind::Moe) => Some(fused_moe_workspace(a, m, t, act, tp)),
+        _ => None,
+    };
+    let fwd = match &moe_ws {
+        Some(ws) => {
+            let p = forward_parts(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
+            // beside the attention, only dense MLPs run outside the workspace: a shared
+            // expert's and the dense layers' (gate/up output, activation, product: 3 x
+            // tokens x I)
+            let dense_mlp = |inter: u64, what: &'static str| {
+                n(t, "tokens") * n(inter.div_ceil(tp), what) * bytes(act) * n(3, "tensors")
+            };
+            let shared = a
+                .moe
+                .as_ref()
+                .map_or(0, |m| m.shared_expert_intermediate_size);
+            let mut parts = vec![p.attention, dense_mlp(shared, "shared intermediate")];
+            if kind(FfnKind::Dense) {
+                parts.push(dense_mlp(a.intermediate_size, "intermediate"));
+            }
+            p.hidden + crate::activations::max_bytes(parts) + ws.clone()
+        }
+        None => forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp),
+    };
     let sampler = if st.has_head && v019 {
         // the whole batch's hidden states (still held by profile_run), the sampled rows'
         // hidden states and their random stand-in (`torch.rand_like`), and the sampler
@@ -173,9 +224,13 @@ fn vllm(s: &InferStage) -> StageOutcome {
     } else {
         Expr::zero()
     };
+    let sampler = match moe_ws {
+        Some(ws) if st.has_head => sampler + ws.label("fused-MoE workspace"),
+        _ => sampler,
+    };
     let peak_act = Term::new(
         crate::activations::max_bytes(vec![fwd, sampler]),
-        "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs)",
+        "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs); 0.19's fused-MoE workspace stays allocated through both (vllm/v1/worker/workspace.py)",
     );
     let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
         .iter()

@@ -624,3 +624,20 @@ fn sglang_default_fraction_and_errors() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn vllm_0_19_fused_moe_workspace() {
+    // GT-75: Qwen3-30B-A3B on one H100, util 0.95, 8192 batched tokens, 1024 sequences.
+    // The persistent fused-MoE workspace (TritonExperts): workspace13 = 8192 tokens x 8
+    // experts x max(768, 2048) = 134 217 728 elements (more than the 8192 x 2048 output it
+    // shares), workspace2 = 8192 x 8 x max(1536, 2048) = 134 217 728: 536 870 912 B in bf16.
+    // The sampler moment: hidden states 8192 x 2048 x 2 = 33 554 432, two row copies
+    // 2 x 1024 x 2048 x 2 = 8 388 608, 1024 x 151 936 logits x 14 B = 2 178 154 496; with
+    // the workspace 2 756 968 448 B (the log: 2.68 GiB = 2 877 628 088 B, -4.2 %).
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "qwen3-30b-a3b"},
+        "inference": {"engine": "vllm", "context_len": 8192, "gpu_memory_utilization": 0.95},
+        "hardware": {"gpu": "h100-80gb"}}),
+    );
+    assert_eq!(e.serving.unwrap().peak_activation_bytes, 2_756_968_448);
+}

@@ -154,6 +154,34 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
     crate::inference::estimate_stages(r, vllm, Some(non_torch(r, version)), nccl)
 }
 
+/// The weights a serving runtime holds on one stage: the stored weights and the rotary
+/// `cos_sin_cache` (vLLM and SGLang cache it per model).
+pub(crate) fn serving_weights(s: &InferStage) -> Term {
+    let stored = stage_weights(s.r, s.st, storage(s.inf));
+    Term::new(
+        stored.expr + rotary_cache(s.arch, s.act),
+        format!(
+            "{}; the rotary cos_sin_cache (max_position_embeddings x rotary dim)",
+            stored.source
+        ),
+    )
+}
+
+/// KV bytes of one token over the stage's layers, and the whole tokens `kv_bytes` holds
+/// (0 when there is no room).
+pub(crate) fn kv_pool(s: &InferStage, kv_bytes: i64) -> (Expr, u64) {
+    let (start, end) = s.layers;
+    let per_token = n(end - start, "layers")
+        * kv_bytes_per_token(s.arch, s.inf.kv_cache_dtype, s.act, s.tp, s.inf.engine)
+            .label("B per token per layer");
+    let tokens = if kv_bytes > 0 {
+        kv_bytes as u64 / per_token.bytes().max(1)
+    } else {
+        0
+    };
+    (per_token, tokens)
+}
+
 /// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
 fn vllm(s: &InferStage) -> StageOutcome {
     let InferStage {
@@ -169,14 +197,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
     let l = &r.layout;
     let gpu = &r.gpu;
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
-    let stored = stage_weights(r, st, storage(inf));
-    let weights = Term::new(
-        stored.expr + rotary_cache(a, act),
-        format!(
-            "{}; vLLM's rotary cos_sin_cache (max_position_embeddings x rotary dim)",
-            stored.source
-        ),
-    );
+    let weights = serving_weights(s);
     let t = inf.max_num_batched_tokens;
     let rows = inf.max_num_seqs.min(t).max(1);
     let v019 = inf.vllm_version == crate::config::VllmVersion::V0_19;
@@ -251,15 +272,8 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .minus(peak_act.expr.clone().label("peak activation"))
         .minus(non_torch.clone().label("non-torch"));
     let kv_value = kv.value().to_i64();
-    let per_token = n(end - start, "layers")
-        * kv_bytes_per_token(a, inf.kv_cache_dtype, act, tp, inf.engine)
-            .label("B per token per layer");
+    let (per_token, tokens) = kv_pool(s, kv_value);
     let per_token_bytes = per_token.bytes();
-    let tokens = if kv_value > 0 {
-        kv_value as u64 / per_token_bytes.max(1)
-    } else {
-        0
-    };
     let fits = tokens >= max_model_len;
     let gib = |b: i64| b as f64 / GIB as f64;
     let (weights_bytes, act_bytes, budget_bytes) =

@@ -12,13 +12,12 @@
 //! slack runs out of memory at run time instead of shrinking the pool.
 
 use crate::config::{Attention, Inference};
-use crate::inference::{InferStage, KV_SOURCE, forward_workspace, kv_bytes_per_token, storage};
+use crate::inference::{InferStage, KV_SOURCE, forward_workspace};
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{Component, Phase, PhaseName, ServingEstimate, StageOutcome, nccl_buffers};
-use crate::serving::{non_torch_v019, rotary_cache};
+use crate::serving::{kv_pool, non_torch_v019, serving_weights};
 use crate::term::{Expr, Term, f, n};
 use crate::units::{GIB, MIB};
-use crate::weights::stage_weights;
 
 /// SGLang's defaults that depend on the GPU's memory (server_args.py
 /// `_handle_gpu_memory_settings`, CUDA buckets): `(chunked_prefill_size, cuda_graph_max_bs)`
@@ -109,13 +108,12 @@ pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Estimate {
 fn sglang(s: &InferStage) -> StageOutcome {
     let InferStage {
         r,
-        st,
         inf,
         arch: a,
         tp,
-        layers: (start, end),
         act,
         fp16,
+        ..
     } = *s;
     let gpu = &r.gpu;
     let pp = r.layout.pipeline_parallel_size;
@@ -123,14 +121,7 @@ fn sglang(s: &InferStage) -> StageOutcome {
     let fraction = inf
         .mem_fraction_static
         .unwrap_or_else(|| default_mem_fraction_static(gpu, inf, tp, pp));
-    let stored = stage_weights(r, st, storage(inf));
-    let weights = Term::new(
-        stored.expr + rotary_cache(a, act),
-        format!(
-            "{}; the rotary cos_sin_cache (max_position_embeddings x rotary dim)",
-            stored.source
-        ),
-    );
+    let weights = serving_weights(s);
     let group = process_group(r);
     // free memory before the weights load: the capacity less the CUDA context and the
     // process group's buffers
@@ -143,15 +134,8 @@ fn sglang(s: &InferStage) -> StageOutcome {
         .label("static budget")
         .minus(weights.expr.clone().label("weights"));
     let kv_value = kv.value().to_i64();
-    let per_token = n(end - start, "layers")
-        * kv_bytes_per_token(a, inf.kv_cache_dtype, act, tp, inf.engine)
-            .label("B per token per layer");
+    let (per_token, tokens) = kv_pool(s, kv_value);
     let per_token_bytes = per_token.bytes();
-    let tokens = if kv_value > 0 {
-        kv_value as u64 / per_token_bytes.max(1)
-    } else {
-        0
-    };
     // the pool SGLang allocates: whole tokens (page size 1)
     let pool = n(tokens, "tokens") * per_token;
     let chunk = chunked_prefill_size(inf, gpu, tp);

@@ -145,6 +145,24 @@ pub struct Choice {
     pub label: &'static str,
 }
 
+/// An optional boolean: unset (`null`, labelled `default`), yes, no.
+fn default_yes_no(default: &'static str) -> Vec<Choice> {
+    vec![
+        Choice {
+            value: Value::Null,
+            label: default,
+        },
+        Choice {
+            value: json!(true),
+            label: "yes",
+        },
+        Choice {
+            value: json!(false),
+            label: "no",
+        },
+    ]
+}
+
 fn of<T: Serialize + Copy>(list: &[(T, &'static str)]) -> Vec<Choice> {
     list.iter()
         .map(|(v, label)| Choice {
@@ -170,20 +188,7 @@ impl Choices {
             Choices::Recompute => of(Recompute::CHOICES),
             Choices::Attention => of(Attention::CHOICES),
             Choices::Loss => of(LossImpl::CHOICES),
-            Choices::EngineDefaultOrBool => vec![
-                Choice {
-                    value: Value::Null,
-                    label: "engine default",
-                },
-                Choice {
-                    value: json!(true),
-                    label: "yes",
-                },
-                Choice {
-                    value: json!(false),
-                    label: "no",
-                },
-            ],
+            Choices::EngineDefaultOrBool => default_yes_no("engine default"),
             Choices::Engine => ENGINES
                 .iter()
                 .filter_map(|k| Engine::of_kind(k))
@@ -210,20 +215,7 @@ impl Choices {
                     label: "FSDP1 (FullyShardedDataParallel)",
                 },
             ],
-            Choices::Reshard => vec![
-                Choice {
-                    value: Value::Null,
-                    label: "default (yes; no with pipeline parallelism)",
-                },
-                Choice {
-                    value: json!(true),
-                    label: "yes",
-                },
-                Choice {
-                    value: json!(false),
-                    label: "no",
-                },
-            ],
+            Choices::Reshard => default_yes_no("default (yes; no with pipeline parallelism)"),
             Choices::DtypeOrDefault => {
                 let mut v = vec![Choice {
                     value: Value::Null,

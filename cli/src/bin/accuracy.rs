@@ -172,6 +172,19 @@ fn stats_line(s: &ErrorStats) -> String {
     )
 }
 
+/// The error rows of a statistics table: the peak, forward activations, optimizer states
+/// and the first iteration's peak of `res` (no trailing newline).
+fn quantity_rows(res: &[CaseResult]) -> String {
+    format!(
+        "| peak {}\n| activations (forward) {}\n| optimizer states + step temporaries {}\n\
+         | first iteration's peak (before the optimizer states exist) {}",
+        stats_line(&peak_stats(res)),
+        stats_line(&component_stats(res, "activations")),
+        stats_line(&component_stats(res, "optimizer_states")),
+        stats_line(&component_stats(res, "first_step")),
+    )
+}
+
 fn group_table(out: &mut String, title: &str, res: &[CaseResult], key: fn(&CaseResult) -> &str) {
     let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in res {
@@ -250,9 +263,7 @@ fn main() {
          offloading block, 4 of the gpt-oss block).\n\n\
          Budget on the held-out part: peak median |error| <= {:.0} %, p90 <= {:.0} %, max <= \
          {:.0} %; forward activations median <= {:.0} %.\n\n\
-         | held-out quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\
-         | peak {}\n| activations (forward) {}\n| optimizer states + step temporaries {}\n\
-         | first iteration's peak (before the optimizer states exist) {}",
+         | held-out quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n{}",
         res.len(),
         res.iter().filter(|r| !r.id.starts_with("draw/")).count(),
         held.len(),
@@ -260,10 +271,7 @@ fn main() {
         HELDOUT_P90 * 100.0,
         HELDOUT_MAX * 100.0,
         HELDOUT_ACTIVATIONS_MEDIAN * 100.0,
-        stats_line(&peak_stats(&held)),
-        stats_line(&component_stats(&held, "activations")),
-        stats_line(&component_stats(&held, "optimizer_states")),
-        stats_line(&component_stats(&held, "first_step")),
+        quantity_rows(&held),
     );
     group_table(&mut o, "held-out family", &held, |r| r.family.as_str());
     group_table(&mut o, "held-out regime", &held, |r| r.regime.as_str());
@@ -311,16 +319,11 @@ fn main() {
          The {} single-GPU records the model was developed against (the hand-picked ones and the \
          random draws' train part). Budget: median |error| <= {:.0} %, 90th percentile <= {:.0} %, \
          for the peak and for each measured component.\n\n\
-         | quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n\
-         | peak {}\n| activations (forward) {}\n| optimizer states + step temporaries {}\n\
-         | first iteration's peak (before the optimizer states exist) {}",
+         | quantity | cases | median abs error | p90 | max |\n|---|---|---|---|---|\n{}",
         train.len(),
         BUDGET_MEDIAN * 100.0,
         BUDGET_P90 * 100.0,
-        stats_line(&peak),
-        stats_line(&component_stats(&train, "activations")),
-        stats_line(&component_stats(&train, "optimizer_states")),
-        stats_line(&component_stats(&train, "first_step")),
+        quantity_rows(&train),
     );
     group_table(&mut o, "family", &train, |r| r.family.as_str());
     group_table(&mut o, "regime", &train, |r| r.regime.as_str());

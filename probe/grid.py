@@ -25,7 +25,9 @@ draws, all held out, keep the held-out part at 30 % (96 of 320). Per-op selectiv
 checkpointing (torchtitan "op") came with its model: SAC_DEV (11 configs it was developed
 against, train) and a seeded draw of SAC_DRAWS with a seeded shuffle holding out 30 % of
 the block (10); activation offloading likewise (OFF_DEV, 3; OFF_DRAWS, 10; 4 held out).
-gpt-oss likewise (GOSS_DEV, 4; GOSS_DRAWS, 8; 4 held out). In all 114 of 376 are held out: the model is not developed against them,
+gpt-oss likewise (GOSS_DEV, 4; GOSS_DRAWS, 8; 4 held out); `torch.compile` per layer
+likewise (COMPILE_DEV, 8; COMPILE_DRAWS, 16 over dense models with SDPA; 8 held out). In all
+122 of 400 are held out: the model is not developed against them,
 and core/tests/accuracy.rs asserts the issue-14 budget on them (peak median <= 2 %,
 p90 <= 5 %, max <= 15 %, activations median <= 3 %).
 """
@@ -157,6 +159,24 @@ GOSS_DEV = [
 ]
 GOSS_SEED = 1417
 GOSS_DRAWS = 8
+
+# torch.compile of each decoder layer (`training.compile`, torchtitan / torchtune): the
+# configs it was developed against (id, model, precision, recomputation, micro-batch,
+# sequence), then a seeded draw of its own over dense models with SDPA, 30 % held out
+COMPILE_DEV = [
+    ("compile/llama-3.2-1b/bf16/none/b1-s1024", "llama-3.2-1b", "bf16", "none", 1, 1024),
+    ("compile/llama-3.2-1b/amp_bf16/none/b2-s1024", "llama-3.2-1b", "amp_bf16", "none", 2, 1024),
+    ("compile/llama-3.2-1b/bf16/full/b2-s2048", "llama-3.2-1b", "bf16", "full", 2, 2048),
+    ("compile/qwen3-8b/bf16/none/b1-s1024", "qwen3-8b", "bf16", "none", 1, 1024),
+    ("compile/gpt2/amp_bf16/none/b4-s1024", "gpt2", "amp_bf16", "none", 4, 1024),
+    ("compile/phi-2/fp32/none/b1-s1024", "phi-2", "fp32", "none", 1, 1024),
+    ("compile/gemma-3-1b/bf16/none/b1-s1024", "gemma-3-1b", "bf16", "none", 1, 1024),
+    ("compile/qwen2.5-0.5b/amp_fp16/full/b2-s1024", "qwen2.5-0.5b", "amp_fp16", "full", 2, 1024),
+]
+COMPILE_SEED = 1418
+COMPILE_DRAWS = 16
+# models the compiled block draws from: dense, with an SDPA path
+COMPILE_MOE = ("qwen1.5-moe-a2.7b", "deepseek-v2-lite", "qwen3-30b-a3b", "mixtral-8x7b-v0.1")
 
 I = [
     # model, batch, context, attention
@@ -455,6 +475,27 @@ def main():
     global MODELS
     all_models, MODELS = MODELS, [("gpt-oss-20b", 1, 20.9, ("eager",))]
     drawn_block(grid, seen, GOSS_SEED, GOSS_DRAWS, len(GOSS_DEV), gpt_oss)
+    MODELS = all_models
+    # torch.compile per decoder layer, the same way (dense models, SDPA)
+    for cid, model, prec, rec, b, s in COMPILE_DEV:
+        grid.append({"id": cid, "split": "train", "schema_version": 2, "model": model_section(model),
+                     "training": {"micro_batch_size": b, "seq_len": s, "precision": prec,
+                                  "optimizer": "adamw", "optimizer_impl": "fused",
+                                  "activation_checkpointing": rec, "attention": "sdpa",
+                                  "compile": True}})
+
+    def compiled(rng):
+        d = sample(rng)
+        if d is None or not d[0].startswith("train/") or d[0].split("/")[1] in COMPILE_MOE:
+            return None
+        t = d[1]["training"]
+        if t["attention"] != "sdpa":
+            return None
+        t["compile"] = True
+        return "draw/" + d[0].replace("train/", "train-compile/", 1), d[1]
+
+    all_models, MODELS = MODELS, [m for m in MODELS if "sdpa" in m[3] and m[0] not in COMPILE_MOE]
+    drawn_block(grid, seen, COMPILE_SEED, COMPILE_DRAWS, len(COMPILE_DEV), compiled)
     MODELS = all_models
     with open(os.path.join(HERE, "grid.json"), "w") as f:
         json.dump(grid, f, indent=1)

@@ -102,12 +102,24 @@ class ScalarFakeMode(FakeTensorMode):
             return False if t.dtype == torch.bool else (1.0 if t.is_floating_point() else 1)
         return super().__torch_dispatch__(func, types, args, kwargs)
 
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """Lets `torch.compile` trace under this mode (`compile: true`); the compiled graphs
+        run under it."""
+        return True
+
 
 class GlobalMemTracker(MemTracker):
     """MemTracker keeping only the global peak. Upstream updates every tracked module's
     peak after every op, a loop over all modules (48 layers x 128 experts = 25k modules for
     Qwen3-30B-A3B) that makes large models take minutes; the probe reads only the global
     peak by category, which this computes exactly as upstream does."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """`torch.compile` compiles with the tracker off and runs the compiled graphs under
+        it: the allocations of a compiled layer are counted, those of tracing are not."""
+        return True
 
     def _update_peak_stats(self, peak_state) -> None:
         for dev, dev_snap in self._curr_mem_snap.items():
@@ -210,6 +222,59 @@ def torchtitan_op_sac_context():
     return create_selective_checkpoint_contexts(policy)
 
 
+COMPILED_GRAPHS = []  # the forward graphs compiled since `compile_layers`
+
+
+def compile_backend():
+    """`aot_eager_decomp_partition` (torch/_dynamo/backends/debugging.py): AOTAutograd with
+    inductor's decompositions (`select_decomp_table`) and inductor's partitioner
+    (`min_cut_rematerialization_partition`, compiler="inductor"), so the forward graph saves
+    for backward exactly what inductor's does; the graphs then run op by op (inductor's
+    generated kernels cannot run on fake tensors). With PROBE_COMPILE_SAVED set, each forward
+    graph's saved tensors are printed to stderr (name, shape, dtype, bytes)."""
+    import functools
+    from importlib import import_module
+    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
+    from torch._dynamo.backends.common import aot_autograd
+
+    def fw_compiler(gm, example_inputs):
+        COMPILED_GRAPHS.append(gm)
+        if os.environ.get("PROBE_COMPILE_SAVED") == "graph":
+            print(gm.graph, file=sys.stderr)
+        if os.environ.get("PROBE_COMPILE_SAVED"):
+            out = next(n for n in gm.graph.nodes if n.op == "output")
+            for v in out.args[0]:
+                t = getattr(v, "meta", {}).get("val")
+                if isinstance(t, torch.Tensor):
+                    print("saved", v.name, tuple(t.shape), t.dtype, t.numel() * t.element_size(),
+                          [u.name for u in v.all_input_nodes], file=sys.stderr)
+        return make_boxed_func(gm.forward)
+
+    return aot_autograd(
+        fw_compiler=fw_compiler,
+        bw_compiler=lambda gm, _: make_boxed_func(gm.forward),
+        decompositions=lambda: import_module("torch._inductor.compile_fx").select_decomp_table(),
+        partition_fn=functools.partial(min_cut_rematerialization_partition, compiler="inductor"),
+    )
+
+
+def compile_layers(model):
+    """`training.compile`: `torch.compile` of each decoder layer's forward, as torchtitan
+    (`apply_compile`: per TransformerBlock, fullgraph) and torchtune (`compile_model`: per
+    layer) do, with `compile_backend()`. The module hooks (MemTracker's) stay outside the
+    compiled graph."""
+    backend = compile_backend()
+    torch._dynamo.reset()
+    COMPILED_GRAPHS.clear()
+    # a graph per distinct layer signature (sliding / full attention layers), never a
+    # fall-back to eager at the recompile limit
+    torch._dynamo.config.recompile_limit = 1024
+    n = model.config.get_text_config().num_hidden_layers
+    layers = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n)
+    for layer in layers:
+        layer.forward = torch.compile(layer.forward, backend=backend, fullgraph=True, dynamic=False)
+
+
 def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
     t = cfg.get("training", {})
     precision = t.get("precision", "amp_bf16")
@@ -236,6 +301,8 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
         model.activation_checkpointing_enable(
             {"use_reentrant": False, "context_fn": torchtitan_op_sac_context}, offload=offload)
     model.train()
+    if t.get("compile"):
+        compile_layers(model)
     lora = t.get("lora")
     if lora:
         from peft import LoraConfig, get_peft_model
@@ -303,6 +370,8 @@ def run_training(cfg: dict, model_cfg: dict, device: str) -> dict:
                 with amp:
                     out = model(input_ids=ids, labels=ids, use_cache=False)
                 loss = out.loss
+                if t.get("compile") and not COMPILED_GRAPHS:
+                    raise RuntimeError("compile: no decoder layer was compiled")
                 pt.mark(f"forward{step}")
                 cuda_mark(cuda, f"forward{step}", device)
                 loss.backward()

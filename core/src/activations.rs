@@ -60,6 +60,9 @@ pub struct ActCtx<'a> {
     /// LoRA fine-tuning: frozen base layers keep no inputs; targeted ones keep an adapter
     /// copy of theirs.
     pub lora: Option<&'a crate::config::Lora>,
+    /// Each decoder layer runs under `torch.compile` (`training.compile`): it keeps
+    /// [`compiled_saved`] instead of [`layer_saved`].
+    pub compiled: bool,
 }
 
 /// One saved tensor (or group) with its size.
@@ -577,9 +580,100 @@ pub fn layer_input_bytes(c: &ActCtx) -> u64 {
     c.tokens() * c.arch.hidden_size * c.residual / c.sp_div()
 }
 
+/// What one decoder layer keeps for backward under `torch.compile` (transformers modules,
+/// dense layers, SDPA / flash attention). Inductor's partitioner
+/// (torch/_functorch/partitioners.py `min_cut_rematerialization_partition`,
+/// compiler="inductor") saves the smallest set of tensors from which backward can recompute
+/// the rest with elementwise ops. It may not recompute a matmul or attention kernel, nor a
+/// tensor a matmul reads again in backward (`is_materialized_backwards`), nor a reduction
+/// whose output is 4x smaller than its input (`should_ban_recomputation`). What is left:
+///
+/// * the layer's input in the residual dtype (its first norm's input: the fp32 upcast and
+///   the normalized copies are recomputed from it);
+/// * each norm's per-token statistics (RMSNorm `rsqrt`: 4 B; LayerNorm mean and rstd: 8 B;
+///   q_norm / k_norm per head);
+/// * each linear layer group's input once, in its compute dtype (the weight gradient's
+///   matmul reads it; AOTAutograd's CSE merges the per-projection autocast casts);
+/// * the attention kernel's inputs (q and k after rotary, v) and its output and logsumexp;
+///   with q_norm / k_norm also their inputs (the projections' outputs);
+/// * the matmul outputs a later norm or activation function needs in backward: the
+///   attention output projection's (the next norm's input is the residual plus it, and the
+///   residual is saved already; none in a parallel block), gate and up (the activation's
+///   backward reads both) or a plain MLP's fc1 output, and with Gemma's post-feedforward
+///   norm the down projection's;
+/// * dropout masks (1 B per element: random ops are never recomputed).
+///
+/// Measured (probe/probe.py with `compile: true`, the `aot_eager_decomp_partition` backend:
+/// inductor's decompositions and partitioner): Llama-3.2-1B in bf16 keeps 75 912 B per
+/// token per layer (eager: 108 680).
+pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
+    let a = c.arch;
+    let mut v = Vec::new();
+    let t = c.tokens();
+    let h = a.hidden_size;
+    let AttnShapes {
+        heads,
+        kv,
+        q_elems,
+        k_elems,
+        v_elems,
+        o_elems,
+        ..
+    } = AttnShapes::of(c);
+    push(&mut v, "layer_input", layer_input_bytes(c));
+    let per_token = match a.norm {
+        NormKind::RmsNorm => 4,
+        NormKind::LayerNorm => 8,
+    };
+    let qk_stats = if a.qk_norm { (heads + kv) * 4 } else { 0 };
+    push(
+        &mut v,
+        "norm_statistics",
+        t * (a.norms_per_layer * per_token + qk_stats),
+    );
+    push(&mut v, "qkv_input", t * h * c.linear_input);
+    if a.qk_norm {
+        push(&mut v, "qk_norm_inputs", (q_elems + k_elems) * c.act);
+    }
+    push(&mut v, "q_k", (q_elems + k_elems) * c.act);
+    if a.fused_qkv && a.learned_position_embeddings == 0 {
+        push(&mut v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
+    } else {
+        push(&mut v, "v", v_elems * c.act);
+    }
+    push(&mut v, "attention_output", o_elems * c.act);
+    push(&mut v, "attention_lse", c.b * heads * c.s * 4);
+    if a.rotary_concatenates() {
+        push(&mut v, "o_proj_input", o_elems * c.linear_input);
+    }
+    let parallel = a.parallel_attention;
+    if !parallel {
+        push(&mut v, "o_proj_output", t * h * c.act);
+    }
+    if !(parallel && a.norms_per_layer == 1) {
+        push(&mut v, "mlp_input", t * h * c.linear_input);
+    }
+    if kind == FfnKind::Dense {
+        let i = a.intermediate_size.div_ceil(c.tp);
+        match a.mlp {
+            MlpKind::Gated => push(&mut v, "gated_mlp", t * i * (2 * c.act + c.linear_input)),
+            MlpKind::Standard => push(&mut v, "mlp", t * i * (c.act + c.linear_input)),
+        }
+    }
+    if a.norms_per_layer >= 4 {
+        push(&mut v, "down_proj_output", t * h * c.act);
+    }
+    push(
+        &mut v,
+        "dropout_masks",
+        2 * c.dropout_mask(a.hidden_dropout, t * h),
+    );
+    v
+}
+
 /// Bytes one layer keeps under the configured recomputation.
 ///
-/// * none / selective: [`layer_saved`];
+/// * none / selective: [`layer_saved`] ([`compiled_saved`] under `torch.compile`);
 /// * full: the layer input only (`b x s x h`, divided by TP with SP under Megatron;
 ///   Korthikanti Sec. 5: "2sbh per layer");
 /// * selective_op: the input and [`op_sac_saved`].
@@ -590,6 +684,7 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
         Recompute::SelectiveOp => {
             input() + op_sac_saved(c, kind).iter().map(|s| s.bytes).sum::<u64>()
         }
+        _ if c.compiled => compiled_saved(c, kind).iter().map(|s| s.bytes).sum(),
         _ => layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
     }
 }
@@ -653,7 +748,8 @@ pub fn op_sac_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
 /// boolean mask to an additive one per call (`convert_boolean_attn_mask`: `b x 1 x s x s_kv`
 /// in the activation dtype), which the memory-efficient kernel keeps for backward.
 /// Measured: the DeepSpeed and single-GPU probes of Mistral-7B at 4096 tokens (window
-/// 4096) keep 83.9 MB per layer more than at 4095, which is this term.
+/// 4096) keep 83.9 MB per layer more than at 4095, which is this term. Under
+/// `torch.compile` the mask only (probe: Gemma-3-1B's sliding layers at 1024 tokens).
 pub fn sliding_mask_bytes(c: &ActCtx) -> u64 {
     let a = c.arch;
     let masked = c.code == ModelCode::Transformers
@@ -667,7 +763,14 @@ pub fn sliding_mask_bytes(c: &ActCtx) -> u64 {
     let heads = a.num_attention_heads.div_ceil(c.tp);
     let kv = a.num_key_value_heads.div_ceil(c.tp);
     let d = a.head_dim;
-    c.b * c.s * c.s_full * c.act + c.tokens() * heads.saturating_sub(kv) * 2 * d * c.act
+    // a compiled layer recomputes the repeated K and V from K and V (a copy of an expanded
+    // view is elementwise), which it saves anyway; the mask is an input of its graph
+    let repeated = if c.compiled {
+        0
+    } else {
+        c.tokens() * heads.saturating_sub(kv) * 2 * d * c.act
+    };
+    c.b * c.s * c.s_full * c.act + repeated
 }
 
 /// Extra memory while one layer runs its forward, beyond what it keeps (transformers
@@ -736,6 +839,16 @@ pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         Expr::zero()
     };
     let recomputed = match c.recompute {
+        // a compiled checkpointed layer recomputes its compiled saved set; its input is
+        // the checkpoint's, held already
+        Recompute::Full if c.compiled => n(
+            compiled_saved(c, kind)
+                .iter()
+                .filter(|s| s.name != "layer_input")
+                .map(|s| s.bytes)
+                .sum(),
+            "B recomputed activations",
+        ),
         // per-op selective checkpointing recomputes what it did not save; the saved outputs
         // of this layer are still alive until its backward ends: the whole set, as full
         Recompute::Full | Recompute::SelectiveOp => n(
@@ -824,6 +937,7 @@ mod tests {
             autocast: false,
             fp16: false,
             lora: None,
+            compiled: false,
         }
     }
 

@@ -515,6 +515,13 @@ pub struct Training {
     /// at a time. Needs `activation_checkpointing` `full` or `selective_op`. Default false.
     #[serde(skip_serializing_if = "is_false")]
     pub activation_offloading: bool,
+    /// `torch.compile` of each decoder layer (torchtitan `apply_compile`, torchtune
+    /// `compile_model`): inductor's partitioner (`min_cut_rematerialization_partition`)
+    /// decides what a layer saves for backward, recomputing elementwise ops instead of
+    /// keeping their outputs. Modelled for dense PyTorch models with SDPA / flash attention,
+    /// recomputation `none` or `full`, without LoRA. Default false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub compile: bool,
     /// Default `sdpa`.
     pub attention: Attention,
     /// Default `standard`.
@@ -547,6 +554,7 @@ impl Default for Training {
             loss: LossImpl::default(),
             accumulate_grads_in_fp32: None,
             activation_offloading: false,
+            compile: false,
             optimizer_in_backward: false,
             lora: None,
         }

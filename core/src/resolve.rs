@@ -588,6 +588,7 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         if let Some(lora) = &config.training.lora {
             check_lora(lora, arch.as_ref(), &config.engine, &mut e);
         }
+        check_compile(config, arch.as_ref(), &mut e);
         config.engine.model().precision()
     };
     let gpu = resolve_gpu(config, &mut e);
@@ -709,6 +710,56 @@ fn check_training(config: &Config, e: &mut Errors) {
             "training.optimizer_in_backward",
             "true",
             "cannot be combined with gradient_accumulation_steps > 1 (the step runs inside backward)",
+        );
+    }
+}
+
+/// `training.compile`: what the compiled-layer model covers (core/src/activations.rs
+/// `compiled_saved`): PyTorch models, dense layers, SDPA / flash, recomputation none or
+/// full, no LoRA, no offloading.
+fn check_compile(config: &Config, arch: Option<&ModelArch>, e: &mut Errors) {
+    use crate::config::{Attention, Recompute};
+    let t = &config.training;
+    if !t.compile {
+        return;
+    }
+    let refuse = |e: &mut Errors, why: &str| e.add("training.compile", "true", why);
+    if config.engine.model().model_code() == crate::precision::ModelCode::Megatron {
+        refuse(
+            e,
+            "is modelled for PyTorch models (ddp, fsdp, deepspeed engines); Megatron runs its own fused kernels",
+        );
+    }
+    if t.lora.is_some() {
+        refuse(
+            e,
+            "with LoRA is not modelled (PEFT's adapter modules change the compiled graph); use compile false",
+        );
+    }
+    if t.attention == Attention::Eager {
+        refuse(
+            e,
+            "with eager attention is not modelled; use attention \"sdpa\" or \"flash\"",
+        );
+    }
+    if matches!(
+        t.activation_checkpointing,
+        Recompute::Selective | Recompute::SelectiveOp
+    ) {
+        refuse(
+            e,
+            "is modelled with activation_checkpointing \"none\" or \"full\"",
+        );
+    }
+    if t.activation_offloading {
+        refuse(e, "with activation offloading is not modelled");
+    }
+    if let Some(a) = arch
+        && (a.moe.is_some() || a.mla.is_some() || a.gpt_oss_blocks())
+    {
+        refuse(
+            e,
+            "is modelled for dense models with standard attention; MoE routing and MLA under torch.compile are not modelled yet",
         );
     }
 }

@@ -137,7 +137,10 @@ fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: Stat
 /// is an input saved by the matmul. Under full recomputation nothing is saved in forward,
 /// and only leaf weights are cached (`aten/src/ATen/autocast_mode.cpp` `cached_cast`:
 /// `arg.is_leaf() && !arg.is_view()`): the routed experts' slices (`gate_up_proj[e]`,
-/// a view) are cast per matmul and freed, so forward holds the dense copies only.
+/// a view) are cast per matmul and freed, so forward holds the dense copies only. Under
+/// `torch.compile` with full recomputation the layers' casts are graph ops, freed with
+/// each layer's forward and recomputed with it: forward's peak (the loss) holds the head's
+/// copy, backward the head's and one layer's.
 fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) {
     if !r.config.engine.model().autocast() || b.autocast_weight_copy == 0 {
         return (Term::zero(), Term::zero());
@@ -177,6 +180,15 @@ fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) 
             + n(p.layer_linear, "linear weights of one layer"))
         .label("");
     let source_full = "torch.autocast: cached half copies of the leaf linear weights (autocast_mode.cpp cached_cast); expert slices are views, cast per matmul";
+    if r.config.training.compile {
+        // a compiled layer's casts are ops of its graph, not autocast's cache: a
+        // checkpointed compiled layer holds its copies while it runs, forward or recomputed;
+        // only the head, outside the compiled layers, is cached
+        let source = "torch.compile: a layer's weight casts are graph ops (recomputed with the checkpointed layer); torch.autocast caches the head's copy (autocast_mode.cpp cached_cast)";
+        let head = bytes(b.autocast_weight_copy)
+            * (n(p.root_linear, "head weights") + n(p.tied_head, "tied head weights")).label("");
+        return (Term::new(head, source), Term::new(backward, source));
+    }
     (
         Term::new(cached, source_full),
         Term::new(backward, source_full),
@@ -325,6 +337,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         autocast,
         fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
         lora: r.config.training.lora.as_ref(),
+        compiled: t.compile,
     }
 }
 

@@ -989,6 +989,71 @@ fn activation_offloading_moves_layer_inputs_to_the_host() {
     assert_eq!(err[0].field, "training.activation_offloading");
 }
 
+/// `torch.compile` per decoder layer (inductor's min-cut partition), Llama-3.2-1B in bf16,
+/// SDPA, b1 s1024. Per token per layer (h 2048, 32 query and 8 KV heads of 64, I 8192):
+/// layer input 2h = 4 096, two rsqrt 8, the q/k/v input 4 096 (once), q and k after
+/// rotary (32 + 8) x 64 x 2 = 5 120, v 1 024, the SDPA output 4 096 and logsumexp 128,
+/// o_proj's output 4 096 (the next norm's input with the residual), the MLP input 4 096,
+/// gate and up outputs and down's input 3 x 8 192 x 2 = 49 152: 75 912 B, of which the
+/// input (4 096) is what full recomputation keeps: 16 layers x 1 024 tokens x 71 816 B =
+/// 1 176 633 344 B. Eager keeps 108 680 B (each RMSNorm's fp32 input 4h, rsqrt and
+/// normalized copy 2h: 12 292 twice, no separate input; act(gate) and the product:
+/// 4 x 8 192 x 2 instead of 3): 16 x 1 024 x 32 768 = 536 870 912 B more, which is what
+/// the probe measures between the eager and the compiled run (3 111 006 224 vs
+/// 2 574 135 312 B). The probe measures 2 574 135 312 B of
+/// forward activations for the compiled run; the estimate is 2 574 135 296
+/// (tests/reference compile/llama-3.2-1b/bf16/none/b1-s1024).
+#[test]
+fn compile_keeps_the_min_cut_saved_set() {
+    let run = |compile: bool, rc: &str| {
+        est(json!({"model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": "bf16",
+                         "activation_checkpointing": rc, "attention": "sdpa",
+                         "compile": compile}}))
+    };
+    let act = |e: &Estimate| phase(e, "forward").components["activations"];
+    assert_eq!(
+        act(&run(true, "none")) - act(&run(true, "full")),
+        1_176_633_344
+    );
+    assert_eq!(
+        act(&run(false, "none")) - act(&run(true, "none")),
+        536_870_912
+    );
+    // refused where it is not modelled, with the field named
+    for training in [
+        json!({"compile": true, "attention": "eager"}),
+        json!({"compile": true, "lora": {}}),
+        json!({"compile": true, "activation_checkpointing": "selective_op"}),
+    ] {
+        let err = calc_core::estimate(&cfg(json!({"model": {"preset": "llama-3.2-1b"},
+            "training": training})))
+        .unwrap_err();
+        assert_eq!(err[0].field, "training.compile", "{err:?}");
+    }
+    let moe = calc_core::estimate(&cfg(json!({"model": {"preset": "qwen3-30b-a3b"},
+        "training": {"compile": true}})))
+    .unwrap_err();
+    assert_eq!(moe[0].field, "training.compile");
+}
+
+/// Under autocast with full recomputation, a compiled layer's weight casts are ops of its
+/// graph, not autocast's cache: forward's peak holds only the head's half copy. Llama-2-7B
+/// (AMP fp16): eager caches all 6 607 077 376 linear weights' copies (2 B each), compiled
+/// only the head's 32 000 x 4 096 = 131 072 000 -> (6 607 077 376 - 131 072 000) x 2 B =
+/// 12 952 010 752 B less (the probe's compiled run measures 3.96 GB of forward
+/// activations with the copies, tests/reference draw/train-compile/llama-2-7b/...).
+#[test]
+fn compile_with_full_recompute_casts_weights_per_layer() {
+    let run = |compile: bool| {
+        est(json!({"model": {"preset": "llama-2-7b"},
+            "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "amp_fp16",
+                         "activation_checkpointing": "full", "compile": compile}}))
+    };
+    let copies = |e: &Estimate| phase(e, "forward").components["autocast_weight_copies"];
+    assert_eq!(copies(&run(false)) - copies(&run(true)), 12_952_010_752);
+}
+
 // ------------------------------------------------------------------------- gpt-oss
 
 /// gpt-oss-20b: 24 layers of 32 experts. Per layer: q 2880 x 4096 + 4096, k and v

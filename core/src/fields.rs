@@ -262,6 +262,9 @@ pub enum Applies {
     /// The step is `torch.optim`'s (DDP, FSDP): DeepSpeed and Megatron run their own fused
     /// optimizers.
     TorchOptimizer,
+    /// The model runs as PyTorch modules (DDP, FSDP, DeepSpeed engines), not Megatron's
+    /// fused implementation.
+    PyTorchModel,
     /// A parallel dimension: in training, the engine must model it.
     Parallel(fn(&Parallelism) -> bool),
     /// A setting of these inference runtimes (in training tasks: always).
@@ -344,7 +347,7 @@ const fn f(
     }
 }
 
-use Applies::{Always, EngineOption, Formats, Runtime, TorchOptimizer};
+use Applies::{Always, EngineOption, Formats, PyTorchModel, Runtime, TorchOptimizer};
 use Kind::{Check, Choice as C, Count, Number, Targets};
 
 const fn par(dim: fn(&Parallelism) -> bool) -> Applies {
@@ -376,8 +379,8 @@ pub const SECTIONS: &[Section] = &[
         f("training.optimizer", "Optimizer", "", C(Choices::Optimizer), false, TRAIN, Always, None, "Optimizer states per parameter follow the optimizer (AdamW: 2 states)."),
         f("training.optimizer_impl", "Optimizer implementation", "", C(Choices::OptimizerImpl), true, TRAIN, TorchOptimizer, None, "torch.optim foreach (PyTorch's default) allocates temporaries for all parameters; fused none. HF Trainer's default optim is adamw_torch_fused (fused) with torch >= 2.8, adamw_torch (foreach) before (transformers 5.23 training_args.py)."),
         f("training.activation_checkpointing", "Activation recomputation", "", C(Choices::Recompute), false, TRAIN, Always, None, "Gradient checkpointing (HF gradient_checkpointing; Megatron --recompute-granularity; selective_op: torchtitan's per-op policy, which keeps every other matmul output and the attention output)."),
-        f("training.activation_offloading", "Activation offloading", "", Check, true, TRAIN, Always, None, "Each checkpointed layer's saved input kept in pinned CPU memory, copied back in backward (transformers activation_checkpointing_enable(offload=True), torchtune enable_activation_offloading). Needs full or selective_op recomputation."),
-        f("training.compile", "torch.compile", "", Check, true, TRAIN, Always, None, "torch.compile of each decoder layer (torchtitan, torchtune): inductor recomputes elementwise ops in backward instead of saving their outputs. Dense models, SDPA / flash attention, recomputation none or full, no LoRA."),
+        f("training.activation_offloading", "Activation offloading", "", Check, true, TRAIN, PyTorchModel, None, "Each checkpointed layer's saved input kept in pinned CPU memory, copied back in backward (transformers activation_checkpointing_enable(offload=True), torchtune enable_activation_offloading). Needs full or selective_op recomputation."),
+        f("training.compile", "torch.compile", "", Check, true, TRAINING, PyTorchModel, None, "torch.compile of each decoder layer (torchtitan, torchtune): inductor recomputes elementwise ops in backward instead of saving their outputs. Dense models, SDPA / flash attention, recomputation none or full, no LoRA."),
         f("training.attention", "Attention", "", C(Choices::Attention), false, TRAIN, Always, None, "Eager attention stores b x heads x s^2 scores; SDPA/flash do not (HF attn_implementation)."),
         f("training.loss", "Loss", "", C(Choices::Loss), false, TRAIN, Always, None, "How the vocabulary cross-entropy is computed (chunked: torchtune; fused: Liger)."),
         f("training.accumulate_grads_in_fp32", "fp32 gradient accumulation", "", C(Choices::EngineDefaultOrBool), true, TRAIN, Always, None, "Megatron main_grad / DeepSpeed data_types.grad_accum_dtype fp32."),
@@ -535,6 +538,9 @@ impl Field {
                 ctx.engine.option_keys().contains(&key)
             }
             TorchOptimizer => ctx.engine.torch_optimizer(),
+            PyTorchModel => {
+                ctx.engine.model().model_code() == crate::precision::ModelCode::Transformers
+            }
             Applies::Parallel(dim) => !training || dim(&ctx.engine.parallelism()),
             Runtime(list) => training || list.contains(&ctx.runtime),
             Formats(list) => list.contains(&ctx.weight_format),

@@ -304,6 +304,17 @@ fn megatron_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     );
 }
 
+/// V as attention keeps it: a view of the projection's output; with a fused qkv
+/// projection that view keeps the whole output alive (rotary makes q and k new tensors
+/// beside it). `qk_elems` and `v_elems` are the q + k and v elements of this GPU.
+fn value_saved(c: &ActCtx, v: &mut Vec<Saved>, qk_elems: u64, v_elems: u64) {
+    if c.arch.fused_qkv && c.arch.learned_position_embeddings == 0 {
+        push(v, "qkv_output", (qk_elems + v_elems) * c.act);
+    } else {
+        push(v, "v", v_elems * c.act);
+    }
+}
+
 /// transformers attention modules (LlamaAttention with sdpa/eager/flash).
 fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
     let a = c.arch;
@@ -346,13 +357,7 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
         let scaled = if c.lora.is_some() { 0 } else { c.act };
         push(v, "qk_norm", (q_elems + k_elems) * (4 + scaled));
     }
-    // v is a view of the projection's output; with a fused qkv projection that view
-    // keeps the whole output alive (rotary makes q and k new tensors beside it)
-    if a.fused_qkv && a.learned_position_embeddings == 0 {
-        push(v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
-    } else {
-        push(v, "v", v_elems * c.act);
-    }
+    value_saved(c, v, q_elems + k_elems, v_elems);
     if eager {
         if !selective {
             let s2 = c.score_elems();
@@ -636,11 +641,7 @@ pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
         push(&mut v, "qk_norm_inputs", (q_elems + k_elems) * c.act);
     }
     push(&mut v, "q_k", (q_elems + k_elems) * c.act);
-    if a.fused_qkv && a.learned_position_embeddings == 0 {
-        push(&mut v, "qkv_output", (q_elems + k_elems + v_elems) * c.act);
-    } else {
-        push(&mut v, "v", v_elems * c.act);
-    }
+    value_saved(c, &mut v, q_elems + k_elems, v_elems);
     push(&mut v, "attention_output", o_elems * c.act);
     push(&mut v, "attention_lse", c.b * heads * c.s * 4);
     if a.rotary_concatenates() {

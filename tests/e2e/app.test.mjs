@@ -146,14 +146,19 @@ test('engine switch shows only the fields that apply', async () => {
   assert.equal(await page.locator('#export-ds').isVisible(), false);
   await page.selectOption('#engine-type', '"fsdp"');
   await page.locator('#training-optimizer_impl').waitFor({ state: 'visible' });
-  // ticking torch.compile lowers the peak (inductor recomputes elementwise ops instead of
-  // saving their outputs); unticked, the eager figure is back
+  // without recomputation, ticking torch.compile lowers the peak (inductor recomputes
+  // elementwise ops instead of saving their outputs); unticked, the eager figure is back
   await page.locator('#training-compile').waitFor({ state: 'visible' });
+  const recompute = await page.inputValue('#training-activation_checkpointing');
+  await page.selectOption('#training-activation_checkpointing', '"none"');
+  const peakNow = () => parseFloat(document.querySelector('#peak-gib').textContent);
+  await page.waitForFunction(() => !document.querySelector('.results').classList.contains('stale'));
   const eagerPeak = await gib(page, '#peak-gib');
   await page.check('#training-compile');
-  await page.waitForFunction(p => parseFloat(document.querySelector('#peak-gib').textContent) < p, eagerPeak);
+  await page.waitForFunction(`(${peakNow})() < ${eagerPeak}`);
   await page.uncheck('#training-compile');
-  await page.waitForFunction(p => parseFloat(document.querySelector('#peak-gib').textContent) === p, eagerPeak);
+  await page.waitForFunction(`(${peakNow})() === ${eagerPeak}`);
+  await page.selectOption('#training-activation_checkpointing', recompute);
   // FSDP2 runs torchtitan's layouts: sequence parallelism and HSDP replicas, but no
   // expert tensor-parallel size of its own (Megatron-Core's)
   await page.locator('#parallelism-data_parallel_replicate_size').waitFor({ state: 'visible' });

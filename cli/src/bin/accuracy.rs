@@ -131,13 +131,11 @@ fn distributed(o: &mut String, res: &[CaseResult]) {
         }
     }
     for (engine, what) in ENGINES {
-        let mut held: Vec<&CaseResult> = res
+        let held = res
             .iter()
-            .filter(|r| r.engine == *engine && r.split.as_deref() == Some("heldout"))
-            .collect();
-        held.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
+            .filter(|r| r.engine == *engine && r.split.as_deref() == Some("heldout"));
         let _ = writeln!(o, "\n### {engine}\n\n{what}.\n\nWorst held-out cases:\n");
-        worst_cases(o, &held, 4, DIST_EXPLAINED, "Below 2 %.");
+        worst_cases(o, held, 4, DIST_EXPLAINED, "Below 2 %.");
     }
     let _ = writeln!(
         o,
@@ -276,8 +274,6 @@ fn main() {
     );
     group_table(&mut o, "held-out family", &held, |r| r.family.as_str());
     group_table(&mut o, "held-out regime", &held, |r| r.regime.as_str());
-    let mut worst_held: Vec<&CaseResult> = held.iter().collect();
-    worst_held.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
     let _ = writeln!(
         o,
         "\nThe first comparison of the held-out part (after modelling against the train part) \
@@ -305,7 +301,7 @@ fn main() {
          Worst held-out cases now (explanations written after the held-out part was compared; \
          the model was not changed for them):\n"
     );
-    worst_cases(&mut o, &worst_held, 8, HELDOUT_EXPLAINED, "Below 2 %.");
+    worst_cases(&mut o, &held, 8, HELDOUT_EXPLAINED, "Below 2 %.");
     let dist = dist_results();
     let _ = writeln!(
         o,
@@ -335,12 +331,10 @@ fn main() {
     group_table(&mut o, "family", &train, |r| r.family.as_str());
     group_table(&mut o, "regime", &train, |r| r.regime.as_str());
 
-    let mut worst: Vec<&CaseResult> = train.iter().collect();
-    worst.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
     let _ = writeln!(o, "\n## Worst cases\n");
     worst_cases(
         &mut o,
-        &worst,
+        &train,
         6,
         EXPLAINED,
         "Not yet explained; below 2 %.",
@@ -447,17 +441,19 @@ fn main() {
     );
 }
 
-/// The first `take` of `cases` (sorted worst first) as list items: error, measured and
+/// The `take` worst of `cases` by peak error as list items: error, measured and
 /// estimated peak (GB), and the explanation from `explained`, else `small` below 2 % or
 /// "Not yet explained.".
-fn worst_cases(
+fn worst_cases<'a>(
     o: &mut String,
-    cases: &[&CaseResult],
+    cases: impl IntoIterator<Item = &'a CaseResult>,
     take: usize,
     explained: &[(&str, &str)],
     small: &str,
 ) {
-    for r in cases.iter().take(take) {
+    let mut worst: Vec<&CaseResult> = cases.into_iter().collect();
+    worst.sort_by(|a, b| b.peak.error.abs().total_cmp(&a.peak.error.abs()));
+    for r in worst.into_iter().take(take) {
         let why = explained
             .iter()
             .find(|(id, _)| *id == r.id)

@@ -43,6 +43,36 @@ pub struct GpuPreset {
     pub arch: String,
     /// Where the numbers come from.
     pub source: String,
+    /// Peak compute and bandwidths, for step time ([`crate::steptime`]); `None` where not
+    /// known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<GpuPerf>,
+}
+
+/// A GPU's datasheet peaks: what step time divides work by. Rates are dense (no sparsity),
+/// per GPU; bandwidths per GPU and per direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuPerf {
+    /// BF16 / FP16 tensor-core rate with FP32 accumulation, 10^12 FLOP/s.
+    pub bf16_tflops: f64,
+    /// FP8 tensor-core rate, 10^12 FLOP/s; `None` where the GPU has no FP8 (Ampere).
+    pub fp8_tflops: Option<f64>,
+    /// FP32 rate without TF32 (PyTorch's default for matmuls,
+    /// `torch.backends.cuda.matmul.allow_tf32 = False`), 10^12 FLOP/s.
+    pub fp32_tflops: f64,
+    /// Memory bandwidth, 10^9 B/s.
+    pub memory_gbs: f64,
+    /// GPU-to-GPU bandwidth inside a node, each way (NVLink, Infinity Fabric, or PCIe
+    /// peer-to-peer), 10^9 B/s.
+    pub intra_node_gbs: f64,
+    /// Network bandwidth per GPU between nodes, each way, 10^9 B/s.
+    pub inter_node_gbs: f64,
+    /// Host-device bandwidth (PCIe) each way, 10^9 B/s.
+    pub pcie_gbs: f64,
+    /// Where the numbers come from.
+    pub source: String,
 }
 
 #[derive(Deserialize)]
@@ -165,6 +195,23 @@ mod tests {
             );
         }
         assert_eq!(gpu_presets().len(), 8);
+        // every GPU has its datasheet figures, positive and finite
+        for g in gpu_presets() {
+            let p = g
+                .perf
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} has no perf", g.id));
+            for v in [
+                p.bf16_tflops,
+                p.fp32_tflops,
+                p.memory_gbs,
+                p.intra_node_gbs,
+                p.inter_node_gbs,
+                p.pcie_gbs,
+            ] {
+                assert!(v.is_finite() && v > 0.0, "{}: {v}", g.id);
+            }
+        }
     }
 
     #[test]

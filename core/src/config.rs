@@ -38,10 +38,11 @@ macro_rules! choices {
         impl $t {
             /// Every value with its label, in display order (the web form's options).
             pub const CHOICES: &'static [($t, &'static str)] = &[$((<$t>::$v, $label)),*];
+            /// The display label.
             #[allow(dead_code)]
-            fn listed(self) {
+            pub fn label(self) -> &'static str {
                 match self {
-                    $(<$t>::$v => {}),*
+                    $(<$t>::$v => $label),*
                 }
             }
         }

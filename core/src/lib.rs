@@ -54,6 +54,7 @@ pub mod seed;
 pub mod serving;
 pub mod sglang;
 pub mod solve;
+pub mod steptime;
 pub mod term;
 pub mod training;
 pub mod units;

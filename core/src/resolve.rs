@@ -9,7 +9,7 @@ use crate::hf;
 use crate::limits;
 use crate::model::ModelArch;
 use crate::precision::ModelCode;
-use crate::precision::{self, Framework};
+use crate::precision::{self, Framework, StateBytes};
 use crate::presets;
 use crate::units::{self, MIB};
 use serde_json::{Map, Value, json};
@@ -240,7 +240,7 @@ pub fn synthesize(n: u64) -> ModelArch {
 /// Splits `layers` decoder layers over `pp` stages: evenly, or with the first/last stage
 /// sizes the config gives and the rest spread evenly over the middle stages (Megatron
 /// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`).
-fn split_layers(
+pub(crate) fn split_layers(
     layers: u64,
     pp: u64,
     p: &crate::config::Parallelism,
@@ -599,23 +599,16 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         return Err(vec![FieldError::new("", "", "invalid config")]);
     };
     let t = &config.training;
-    let mut bytes = precision::state_bytes(
-        t.precision,
-        framework,
-        t.accumulate_grads_in_fp32,
-        zero_stage,
-    );
-    if !inference
-        && let Some(compute) = config
-            .engine
-            .model()
-            .compute_bytes(t.precision, bytes.weight)
-    {
-        // the engine casts parameters to another dtype for compute (FSDP param_dtype):
-        // activations and matmul inputs follow it
-        bytes.activation = compute;
-        bytes.linear_input = compute;
-    }
+    let bytes = if inference {
+        precision::state_bytes(
+            t.precision,
+            framework,
+            t.accumulate_grads_in_fp32,
+            zero_stage,
+        )
+    } else {
+        training_bytes(t, &config.engine)
+    };
     let params = arch.param_counts();
     let mut config = config.clone();
     if arch.gpt_oss_blocks() {
@@ -655,6 +648,30 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
         gpu,
         warnings,
     })
+}
+
+/// Bytes per element of each model state and activation for training `t` under `engine`:
+/// the precision regime's ([`precision::state_bytes`], by the engine's framework and ZeRO
+/// stage), with activations and matmul inputs in the dtype the engine computes in where it
+/// casts parameters itself (FSDP `param_dtype`).
+pub(crate) fn training_bytes(
+    t: &crate::config::Training,
+    engine: &crate::config::Engine,
+) -> StateBytes {
+    let (framework, zero_stage) = engine.model().precision();
+    let mut bytes = precision::state_bytes(
+        t.precision,
+        framework,
+        t.accumulate_grads_in_fp32,
+        zero_stage,
+    );
+    if let Some(compute) = engine.model().compute_bytes(t.precision, bytes.weight) {
+        // the engine casts parameters to another dtype for compute (FSDP param_dtype):
+        // activations and matmul inputs follow it
+        bytes.activation = compute;
+        bytes.linear_input = compute;
+    }
+    bytes
 }
 
 /// Ranges of the `training` section.

@@ -2,7 +2,7 @@
 //! states; the Reducer's gradient buckets are a second copy of the gradients unless they
 //! are views.
 
-use super::{EngineModel, Parallelism, Sizes, States};
+use super::{DpTraffic, EngineModel, GradReduce, HostTransfers, Parallelism, Sizes, States};
 use crate::activations::ModelCode;
 use crate::config::DdpOptions;
 use crate::error::Errors;
@@ -107,5 +107,22 @@ impl EngineModel for DdpOptions {
     }
     fn supports_lora(&self) -> bool {
         true
+    }
+    fn traffic(&self, l: &Layout, _: crate::config::Precision, b: StateBytes) -> DpTraffic {
+        // the Reducer all-reduces gradient buckets as backward produces them, on the last
+        // micro-batch only (`no_sync` before it: HF Trainer, torchtune)
+        DpTraffic {
+            group: l.shard_group(),
+            replicas: 1,
+            grad_reduce: GradReduce::AllReduce,
+            reduce_every_micro_batch: false,
+            gathers_per_micro_batch: 0,
+            gather_after_step: false,
+            overlapped: true,
+            grad_bytes: b.grad,
+            param_bytes: b.weight,
+            states_sharded: false,
+            host: HostTransfers::None,
+        }
     }
 }

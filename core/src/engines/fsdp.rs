@@ -1,7 +1,7 @@
 //! PyTorch Fully Sharded Data Parallel: FSDP2 (`fully_shard`, [`super::fsdp2`]) and FSDP1
 //! (`FullyShardedDataParallel`, [`super::fsdp1`]), one `fsdp` engine with `fsdp_version`.
 
-use super::{EngineModel, Parallelism, Sizes, States};
+use super::{DpTraffic, EngineModel, Parallelism, Sizes, States};
 use crate::activations::ModelCode;
 use crate::config::{Dtype, FsdpOptions, Precision};
 use crate::error::Errors;
@@ -129,5 +129,64 @@ impl EngineModel for FsdpOptions {
     }
     fn supports_lora(&self) -> bool {
         true
+    }
+    fn traffic(&self, l: &Layout, precision: Precision, b: StateBytes) -> DpTraffic {
+        // FSDP all-gathers each unit's parameters (param_dtype) before its forward and,
+        // resharded after forward, again before its backward, and reduce-scatters its
+        // gradients (reduce_dtype) in every backward, prefetching on its own streams
+        // (_fsdp_collectives.py, _runtime_utils.py); HSDP all-reduces the reduced shards
+        // across the replicas
+        use crate::config::{ReshardAfterForward, ShardingStrategy};
+        // under a pipeline schedule every micro-batch but the last runs without gradient
+        // sync and without resharding after backward (torch.distributed.pipelining stage.py
+        // `backward_maybe_with_nosync`): one reduce-scatter per step, and parameters kept
+        // unsharded (reshard_after_forward false, torchtitan's default with PP) are gathered
+        // once per step
+        let pipelined = self.fsdp_version == 2 && l.pipeline_parallel_size > 1;
+        let (group, replicas, gathers, shard) = if self.fsdp_version == 1 {
+            let g = self.group1(l);
+            match self.strategy() {
+                ShardingStrategy::FullShard => (g, 1, 2, true),
+                ShardingStrategy::ShardGradOp => (g, 1, 1, true),
+                ShardingStrategy::NoShard => (l.shard_group(), 1, 0, false),
+                ShardingStrategy::HybridShard => (g, (l.shard_group() / g).max(1), 2, true),
+            }
+        } else {
+            let gathers = match self.raf(l) {
+                ReshardAfterForward::Always(false) => 1,
+                _ => 2,
+            };
+            (
+                self.group2(l),
+                l.data_parallel_replicate_size,
+                gathers,
+                true,
+            )
+        };
+        DpTraffic {
+            group,
+            replicas,
+            grad_reduce: if shard {
+                super::GradReduce::ReduceScatter
+            } else {
+                super::GradReduce::AllReduce
+            },
+            reduce_every_micro_batch: !pipelined,
+            gathers_per_micro_batch: if pipelined && gathers == 1 {
+                0
+            } else {
+                gathers
+            },
+            gather_after_step: pipelined && gathers == 1,
+            overlapped: true,
+            grad_bytes: self.reduce_bytes(precision, b.weight),
+            param_bytes: self.param_bytes(precision, b.weight),
+            states_sharded: shard,
+            host: if self.cpu_offload {
+                super::HostTransfers::OptimizerAndParams
+            } else {
+                super::HostTransfers::None
+            },
+        }
     }
 }

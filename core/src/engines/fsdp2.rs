@@ -87,7 +87,7 @@ impl FsdpOptions {
     /// `reshard_after_forward` as torch applies it: the config's, else `false` under
     /// pipeline parallelism (torchtitan `fsdp_reshard_after_forward: default`), else true;
     /// an int equal to the shard group is `true`, 1 is `false`.
-    fn raf(&self, l: &Layout) -> ReshardAfterForward {
+    pub(super) fn raf(&self, l: &Layout) -> ReshardAfterForward {
         let g = self.group2(l);
         match self.reshard_after_forward {
             None if l.pipeline_parallel_size > 1 => ReshardAfterForward::Always(false),

@@ -2,7 +2,7 @@
 //! optimizer states, replicated or (`--use-distributed-optimizer`) sharded over the
 //! data-parallel group with context parallelism (`data_parallel_group_with_cp`).
 
-use super::{EngineModel, Parallelism, Sizes, States, shard};
+use super::{DpTraffic, EngineModel, GradReduce, HostTransfers, Parallelism, Sizes, States, shard};
 use crate::activations::ModelCode;
 use crate::config::MegatronOptions;
 use crate::error::Errors;
@@ -93,5 +93,33 @@ impl EngineModel for MegatronOptions {
     }
     fn supports_lora(&self) -> bool {
         false
+    }
+    fn traffic(&self, l: &Layout, _: crate::config::Precision, b: StateBytes) -> DpTraffic {
+        // Megatron-Core DDP (distributed/distributed_data_parallel.py): the gradient buffer
+        // (fp32 main_grad when accumulating in fp32) is reduced once per step, after the last
+        // micro-batch (no_sync before it); the distributed optimizer reduce-scatters it and
+        // all-gathers the updated bf16 parameters. Overlapped as the published recipes run it
+        // (`--overlap-grad-reduce`, `--overlap-param-gather`).
+        DpTraffic {
+            group: l.shard_group(),
+            replicas: 1,
+            grad_reduce: if self.distributed_optimizer {
+                GradReduce::ReduceScatter
+            } else {
+                GradReduce::AllReduce
+            },
+            reduce_every_micro_batch: false,
+            gathers_per_micro_batch: 0,
+            gather_after_step: self.distributed_optimizer,
+            overlapped: true,
+            grad_bytes: if b.grad_accum > 0 {
+                b.grad_accum
+            } else {
+                b.grad
+            },
+            param_bytes: b.weight,
+            states_sharded: self.distributed_optimizer,
+            host: HostTransfers::None,
+        }
     }
 }

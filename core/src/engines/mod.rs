@@ -213,6 +213,64 @@ pub(crate) trait EngineModel {
     fn zero_options(&self) -> Option<&crate::config::ZeroOptions> {
         None
     }
+    /// What the engine sends over the data-parallel group in one optimizer step, for step
+    /// time ([`crate::steptime`]); `precision` and `b` give the dtypes.
+    fn traffic(&self, l: &Layout, precision: crate::config::Precision, b: StateBytes) -> DpTraffic;
+}
+
+/// How gradients are reduced over the data-parallel group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradReduce {
+    /// Every rank gets the whole reduced gradient (DDP, ZeRO-0, Megatron without the
+    /// distributed optimizer, FSDP `NO_SHARD`).
+    AllReduce,
+    /// Every rank gets its shard (ZeRO 1-3, FSDP, Megatron's distributed optimizer).
+    ReduceScatter,
+}
+
+/// Host transfers of an offloading engine, over PCIe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostTransfers {
+    None,
+    /// The gradient shard goes to the host and the updated parameter shard comes back once
+    /// per step (ZeRO-Offload `offload_optimizer`).
+    Optimizer,
+    /// Also the parameter shard comes to the GPU before each all-gather and gradients go
+    /// back every micro-batch (ZeRO-Infinity `offload_param`, FSDP CPU offload).
+    OptimizerAndParams,
+}
+
+/// An engine's data-parallel traffic per optimizer step (see [`EngineModel::traffic`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DpTraffic {
+    /// Ranks gradients are reduced over and parameters sharded over (one replica's shard
+    /// group under HSDP).
+    pub group: u64,
+    /// HSDP replicas: the reduced gradient shards are all-reduced across them.
+    pub replicas: u64,
+    pub grad_reduce: GradReduce,
+    /// Gradients are reduced after every micro-batch (ZeRO-2 and -3, FSDP) rather than once
+    /// at the gradient-accumulation boundary (DDP `no_sync`, ZeRO-1, Megatron).
+    pub reduce_every_micro_batch: bool,
+    /// Parameter all-gathers per micro-batch: 2 when resharded after forward (ZeRO-3,
+    /// FSDP `FULL_SHARD`), 1 when kept (FSDP2 `reshard_after_forward=False`,
+    /// `SHARD_GRAD_OP`), 0 when whole.
+    pub gathers_per_micro_batch: u64,
+    /// Parameters all-gathered once per step: after the step (ZeRO 1-2, Megatron's
+    /// distributed optimizer), or before the first forward and kept over the micro-batches
+    /// (FSDP2 under a pipeline schedule).
+    pub gather_after_step: bool,
+    /// Collectives run on their own stream under the compute (DDP buckets, FSDP and ZeRO-3
+    /// prefetch, DeepSpeed `overlap_comm`, Megatron `--overlap-grad-reduce` /
+    /// `--overlap-param-gather`).
+    pub overlapped: bool,
+    /// Bytes per gradient element on the wire.
+    pub grad_bytes: u64,
+    /// Bytes per parameter element on the wire (all-gathers).
+    pub param_bytes: u64,
+    /// Optimizer states and master weights sharded over `group` (the step touches a shard).
+    pub states_sharded: bool,
+    pub host: HostTransfers,
 }
 
 impl Engine {
@@ -253,6 +311,15 @@ impl Engine {
     /// The parallel dimensions the engine models.
     pub fn parallelism(&self) -> Parallelism {
         self.model().parallelism()
+    }
+    /// The engine's data-parallel traffic (see [`EngineModel::traffic`]).
+    pub fn traffic(
+        &self,
+        l: &Layout,
+        precision: crate::config::Precision,
+        b: StateBytes,
+    ) -> DpTraffic {
+        self.model().traffic(l, precision, b)
     }
 }
 

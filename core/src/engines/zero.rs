@@ -2,7 +2,7 @@
 //! and under Megatron-DeepSpeed's model code (`megatron_deepspeed`): one set of options
 //! ([`ZeroOptions`], `ds_config.json` names), one memory model.
 
-use super::{EngineModel, Parallelism, Sizes, States, shard};
+use super::{DpTraffic, EngineModel, GradReduce, HostTransfers, Parallelism, Sizes, States, shard};
 use crate::activations::ModelCode;
 use crate::config::{MegatronDeepspeedOptions, Offload, ZeroOptions};
 use crate::error::Errors;
@@ -32,6 +32,38 @@ pub const MAX_STAGE: u8 = 3;
 const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (partitioned_param_coordinator.py): modules reused within stage3_max_reuse_distance stay gathered from the end of forward into backward; else the module running plus the prefetch bucket (stage3_prefetch_bucket_size); at most stage3_max_live_parameters but never less than one whole module";
 
 impl ZeroOptions {
+    /// DeepSpeed's data-parallel traffic (runtime/zero/stage_1_and_2.py, stage3.py): stage 0
+    /// all-reduces the gradients at the accumulation boundary; stage 1 reduce-scatters
+    /// them there, stage 2 in every backward (its gradients are partitioned), both
+    /// all-gathering the updated parameters after the step; stage 3 all-gathers each
+    /// module's parameters in forward and again in backward and reduce-scatters every
+    /// backward. Gradients travel in the model dtype (`communication_data_type` default).
+    /// Overlapped with compute when `overlap_comm` (default on at stage 3 only).
+    fn zero_traffic(&self, l: &Layout, b: StateBytes) -> DpTraffic {
+        let stage = self.zero_stage;
+        DpTraffic {
+            group: l.shard_group(),
+            replicas: 1,
+            grad_reduce: if stage == 0 {
+                GradReduce::AllReduce
+            } else {
+                GradReduce::ReduceScatter
+            },
+            reduce_every_micro_batch: stage >= 2,
+            gathers_per_micro_batch: if stage == 3 { 2 } else { 0 },
+            gather_after_step: stage == 1 || stage == 2,
+            overlapped: self.overlap_comm(),
+            grad_bytes: b.grad,
+            param_bytes: b.weight,
+            states_sharded: stage >= 1,
+            host: match (self.offload_optimizer, self.offload_param) {
+                (_, Offload::Cpu | Offload::Nvme) => HostTransfers::OptimizerAndParams,
+                (Offload::Cpu | Offload::Nvme, Offload::None) => HostTransfers::Optimizer,
+                (Offload::None, Offload::None) => HostTransfers::None,
+            },
+        }
+    }
+
     /// Checks shared by both ZeRO engines.
     fn validate_zero(&self, e: &mut Errors) {
         if self.zero_stage > MAX_STAGE {
@@ -477,6 +509,9 @@ impl EngineModel for ZeroOptions {
     fn supports_lora(&self) -> bool {
         true
     }
+    fn traffic(&self, l: &Layout, _: crate::config::Precision, b: StateBytes) -> DpTraffic {
+        self.zero_traffic(l, b)
+    }
 }
 
 impl EngineModel for MegatronDeepspeedOptions {
@@ -535,5 +570,8 @@ impl EngineModel for MegatronDeepspeedOptions {
     }
     fn supports_lora(&self) -> bool {
         false
+    }
+    fn traffic(&self, l: &Layout, _: crate::config::Precision, b: StateBytes) -> DpTraffic {
+        self.0.zero_traffic(l, b)
     }
 }

@@ -1,0 +1,545 @@
+//! Step time: how long one optimizer step takes on a layout, term by term, from the work
+//! each GPU does and the bytes it sends, over the GPU's datasheet rates
+//! ([`crate::presets::GpuPerf`]).
+//!
+//! The model (every term per optimizer step, on the slowest pipeline stage):
+//!
+//! | term | seconds | source |
+//! |---|---|---|
+//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window, backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency |
+//! | recomputation | forward again: full (all layers), selective (attention core), selective per op (every other matmul, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
+//! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
+//! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
+//! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
+//! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
+//! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC; only what outlasts the compute it overlaps is counted | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) |
+//! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
+//! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
+//!
+//! Rates: the GPU's dense peak for the compute dtype (bf16/fp16 tensor cores; fp8 for the
+//! decoder's linear layers under `fp8`, whose attention core and LM head stay bf16 as
+//! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
+//! efficiency, [`TimeAssumptions::compute_efficiency`]. Links at their datasheet
+//! bandwidth. Not modelled: kernel launch gaps, memory-bound elementwise kernels apart
+//! from the efficiency, communication slowing concurrent compute, `torch.compile` fusion,
+//! asynchronous TP, the CPU optimizer step of offloading engines, the vision tower.
+//!
+//! MFU follows the published convention (PaLM appendix B, torchtitan, Megatron): model
+//! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no
+//! recomputation) over the GPU's bf16 peak (fp32 peak for fp32 training).
+
+use crate::arch::FfnKind;
+use crate::config::{Precision, Recompute, Training};
+use crate::engines::{DpTraffic, GradReduce, HostTransfers};
+use crate::model::{ModelArch, ParamCounts};
+use crate::precision::StateBytes;
+use crate::presets::GpuPerf;
+use crate::problem::Layout;
+use serde::{Deserialize, Serialize};
+
+/// Assumptions of the step-time model that are not facts of the GPU or the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeAssumptions {
+    /// Fraction of the tensor-core peak the linear layers' GEMMs sustain, with the
+    /// memory-bound elementwise kernels between them. Default 0.6: a prior, not fitted to
+    /// any run (large cuBLAS GEMMs reach about 0.7-0.8 of peak; the norms, activations,
+    /// rotary and residual adds between them are memory-bound).
+    pub compute_efficiency: f64,
+    /// Fraction of the bf16 peak the attention kernel (FlashAttention-2, PyTorch SDPA's
+    /// flash backend) sustains. Default: 0.35 on Hopper and later ("FlashAttention-2
+    /// achieves only 35 % utilization on H100", Shah et al. 2024, FlashAttention-3 Sec. 1),
+    /// 0.5 on earlier GPUs (FlashAttention-2 reaches 50-73 % on A100, Dao 2023 Sec. 4.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention_efficiency: Option<f64>,
+}
+
+impl Default for TimeAssumptions {
+    fn default() -> Self {
+        TimeAssumptions {
+            compute_efficiency: 0.6,
+            attention_efficiency: None,
+        }
+    }
+}
+
+/// [`TimeAssumptions::attention_efficiency`]'s default for a GPU architecture.
+pub fn default_attention_efficiency(arch: &str) -> f64 {
+    match arch {
+        "hopper" | "blackwell" | "cdna3" => 0.35,
+        _ => 0.5,
+    }
+}
+
+/// One term of a step's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TimeTerm {
+    /// Snake-case key (`compute`, `pipeline_bubble`, ...), one of [`TIME_TERMS`].
+    pub name: String,
+    /// Seconds per optimizer step on the slowest GPU (exposed time only).
+    pub seconds: f64,
+}
+
+/// Every step-time term, in the order reported.
+pub const TIME_TERMS: &[(&str, &str)] = &[
+    ("compute", "forward and backward"),
+    ("recomputation", "activation recomputation"),
+    ("tensor_parallel", "tensor-parallel communication"),
+    (
+        "context_parallel",
+        "context-parallel K/V exchange (exposed)",
+    ),
+    ("expert_all_to_all", "expert all-to-all"),
+    ("pipeline_bubble", "pipeline bubble"),
+    ("pipeline_p2p", "pipeline send/recv"),
+    ("data_parallel", "data-parallel communication (exposed)"),
+    ("host_transfers", "offload transfers over PCIe"),
+    ("optimizer_step", "optimizer step"),
+];
+
+/// The time of one optimizer step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepTime {
+    /// Seconds per optimizer step.
+    pub seconds: f64,
+    /// Tokens per second per GPU: global tokens per step / seconds / GPUs.
+    pub tokens_per_second_per_gpu: f64,
+    /// Model FLOPs utilization (see the module docs), 0-1.
+    pub mfu: f64,
+    /// Model FLOPs per second per GPU, 10^12.
+    pub model_tflops_per_gpu: f64,
+    /// Every term of [`TIME_TERMS`], in that order.
+    pub terms: Vec<TimeTerm>,
+    /// The largest term other than compute (the first thing to attack), or `compute`.
+    pub limiter: String,
+}
+
+/// The numbers step time reads, apart from the layout: everything is a plain number so
+/// that the plan search can fill it without building a config.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeInputs<'a> {
+    pub arch: &'a ModelArch,
+    pub params: &'a ParamCounts,
+    pub layout: &'a Layout,
+    pub training: &'a Training,
+    pub traffic: DpTraffic,
+    pub bytes: StateBytes,
+    pub perf: &'a GpuPerf,
+    /// The GPU's architecture family (`hopper`, ...), for the attention kernel's default
+    /// efficiency.
+    pub gpu_arch: &'a str,
+    pub assumptions: TimeAssumptions,
+}
+
+const TERA: f64 = 1e12;
+const GIGA: f64 = 1e9;
+
+/// Per-token FLOPs and parameters of one pipeline stage.
+#[derive(Debug, Clone, Copy, Default)]
+struct StageWork {
+    /// Forward matmul FLOPs per token in the decoder layers (2 per active parameter).
+    layer_mm: f64,
+    /// Forward matmul FLOPs per token of the LM head (last stage).
+    head_mm: f64,
+    /// Attention score and value FLOPs per token as the kernels run them (causal: half the
+    /// keys; sliding window: the window).
+    attn_hw: f64,
+    /// The same by the MFU convention (every key).
+    attn_model: f64,
+    /// Parameters on one GPU of this stage: non-expert (after TP) + experts (after EP x ETP).
+    params_rank: f64,
+    layers: u64,
+    moe_layers: u64,
+}
+
+fn stage_work(arch: &ModelArch, p: &ParamCounts, l: &Layout, s: f64, stage: u64) -> StageWork {
+    let layers = arch.num_hidden_layers.max(1);
+    let n_moe = arch.num_moe_layers();
+    let n_dense = layers - n_moe.min(layers);
+    let attn = p.attention as f64 / layers as f64;
+    let norms = p.norms as f64 / layers as f64;
+    let dense_mlp = if n_dense > 0 {
+        p.mlp as f64 / n_dense as f64
+    } else {
+        0.0
+    };
+    let (moe_active, moe_dense_part, moe_experts) = match (&arch.moe, n_moe) {
+        (Some(m), k) if k > 0 => {
+            let experts = p.experts as f64 / k as f64;
+            let dense = (p.shared_experts + p.router) as f64 / k as f64;
+            let frac = m.num_experts_per_tok as f64 / m.num_experts.max(1) as f64;
+            (experts * frac + dense, dense, experts)
+        }
+        _ => (0.0, 0.0, 0.0),
+    };
+    let heads = arch.num_attention_heads as f64;
+    let dims = (arch.qk_head_dim() + arch.v_head_dim()) as f64;
+    let (start, end) = l.stage_layers.range(stage, l.pipeline_parallel_size);
+    let mut w = StageWork {
+        layers: end - start,
+        ..Default::default()
+    };
+    let (mut dense_params, mut expert_params) = (0.0, 0.0);
+    for i in start..end.min(layers) {
+        let keys_hw = match arch.sliding_window.filter(|_| arch.is_sliding(i)) {
+            Some(win) if (win as f64) < s => {
+                let w = win as f64;
+                w * (1.0 - w / (2.0 * s))
+            }
+            _ => (s + 1.0) / 2.0,
+        };
+        w.attn_hw += 2.0 * heads * dims * keys_hw;
+        w.attn_model += 2.0 * heads * dims * s;
+        match arch.ffn_kind(i) {
+            FfnKind::Dense => {
+                w.layer_mm += 2.0 * (attn + dense_mlp);
+                dense_params += attn + dense_mlp + norms;
+            }
+            FfnKind::Moe => {
+                w.moe_layers += 1;
+                w.layer_mm += 2.0 * (attn + moe_active);
+                dense_params += attn + moe_dense_part + norms;
+                expert_params += moe_experts;
+            }
+        }
+    }
+    let pp = l.pipeline_parallel_size;
+    let head = (arch.vocab_size * arch.hidden_size) as f64;
+    if stage == 0 {
+        dense_params += p.embeddings as f64;
+    }
+    if stage + 1 == pp {
+        w.head_mm = 2.0 * head;
+        // an untied head, or the tied embedding's copy on the last stage
+        dense_params += if p.lm_head > 0 {
+            p.lm_head as f64
+        } else if pp > 1 {
+            head
+        } else {
+            0.0
+        };
+    }
+    let tp = l.tensor_parallel_size.max(1) as f64;
+    let etp_ep = (l.expert_tensor_parallel_size * l.expert_parallel_size).max(1) as f64;
+    w.params_rank = dense_params / tp + expert_params / etp_ep;
+    w
+}
+
+/// Optimizer states per parameter in units of the regime's state dtype (a quantized state
+/// counts its bits' share; Adafactor's factored second moment, a row and a column, nothing).
+fn full_states(o: crate::optimizer::Optimizer) -> f64 {
+    use crate::optimizer::StateLayout;
+    match o.info().layout {
+        StateLayout::Full(n) => n as f64,
+        StateLayout::Quantized { states, bits, .. } => states as f64 * bits as f64 / 32.0,
+        StateLayout::Factored { momentum } => momentum as f64,
+    }
+}
+
+/// Ring all-reduce time: `2 (n-1)/n x bytes / bandwidth` (NCCL ring).
+fn all_reduce(bytes: f64, n: u64, bw: f64) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    2.0 * (n - 1) as f64 / n as f64 * bytes / bw
+}
+
+/// Ring reduce-scatter or all-gather of a `bytes` tensor: `(n-1)/n x bytes / bandwidth`.
+fn gather(bytes: f64, n: u64, bw: f64) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    (n - 1) as f64 / n as f64 * bytes / bw
+}
+
+/// Bandwidth (B/s) of a group of `n` ranks `stride` apart: inside a node when the span fits
+/// in one, else the GPU's network link.
+fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
+    if n.saturating_mul(stride) <= l.gpus_per_node {
+        perf.intra_node_gbs * GIGA
+    } else {
+        perf.inter_node_gbs * GIGA
+    }
+}
+
+/// Step time of one layout (see the module docs for every term and its source). Pure
+/// arithmetic on positive inputs; never NaN (zero rates give zero-time terms).
+pub fn step_time(t: &TimeInputs) -> StepTime {
+    let (arch, l, tr) = (t.arch, t.layout, t.training);
+    let eff = t.assumptions.compute_efficiency.clamp(0.01, 1.0);
+    let attn_eff = t
+        .assumptions
+        .attention_efficiency
+        .unwrap_or_else(|| default_attention_efficiency(t.gpu_arch))
+        .clamp(0.01, 1.0);
+    let fp32 = tr.precision == Precision::Fp32;
+    let bf16_rate = if fp32 {
+        t.perf.fp32_tflops
+    } else {
+        t.perf.bf16_tflops
+    } * TERA;
+    let mm_rate = match tr.precision {
+        Precision::Fp8 => t.perf.fp8_tflops.unwrap_or(t.perf.bf16_tflops),
+        Precision::Fp32 => t.perf.fp32_tflops,
+        _ => t.perf.bf16_tflops,
+    } * TERA;
+    let (tp, pp, cp) = (
+        l.tensor_parallel_size.max(1),
+        l.pipeline_parallel_size.max(1),
+        l.context_parallel_size.max(1),
+    );
+    let v = l.virtual_pipeline_parallel_size.max(1) as f64;
+    let (b, s, m) = (
+        tr.micro_batch_size as f64,
+        tr.seq_len as f64,
+        tr.gradient_accumulation_steps.max(1) as f64,
+    );
+    let act = t.bytes.activation as f64;
+    // tokens one GPU's (tensor-parallel group's) micro-batch holds
+    let tokens = b * s / cp as f64;
+    let lora = tr.lora.is_some();
+    let h = arch.hidden_size as f64;
+
+    let tp_bw = link(t.perf, l, tp, 1);
+    let cp_bw = link(t.perf, l, cp, tp);
+    let ep = l.expert_parallel_size.max(1);
+    let ep_bw = link(t.perf, l, ep, l.expert_tensor_parallel_size.max(1));
+    let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
+
+    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
+    let mut model_flops_token = 0.0;
+    for stage in 0..pp {
+        let w = stage_work(arch, t.params, l, s, stage);
+        model_flops_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
+        let per_gpu = tokens / tp as f64;
+        // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
+        let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
+        let attn_fwd = per_gpu * w.attn_hw / bf16_rate / attn_eff;
+        let fwd = mm_fwd + attn_fwd;
+        // backward: input and weight gradients (LoRA's frozen base: input gradients only);
+        // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao 2023
+        // Sec. 3.1.2)
+        let mm_bwd = if lora { 1.0 } else { 2.0 };
+        let bwd = mm_bwd * mm_fwd + 2.5 * attn_fwd;
+        let layer_mm_fwd = per_gpu * w.layer_mm / mm_rate / eff;
+        let recompute = match tr.activation_checkpointing {
+            Recompute::None => 0.0,
+            Recompute::Full => layer_mm_fwd + attn_fwd,
+            Recompute::Selective => attn_fwd,
+            Recompute::SelectiveOp => 0.5 * layer_mm_fwd,
+        };
+        // tensor parallel: 4 all-reduce equivalents of b x s/cp x h per layer (+2 recomputed)
+        let tp_count = 4.0
+            + if tr.activation_checkpointing == Recompute::Full {
+                2.0
+            } else {
+                0.0
+            };
+        let tp_time = w.layers as f64 * tp_count * all_reduce(tokens * h * act, tp, tp_bw);
+        // context parallel: K and V chunks around the ring, hidden behind attention
+        let cp_time = if cp > 1 {
+            let kv_elems = if arch.mla.is_some() {
+                arch.num_attention_heads as f64 * (arch.qk_head_dim() + arch.v_head_dim()) as f64
+            } else {
+                arch.num_key_value_heads as f64 * 2.0 * arch.head_dim as f64
+            } / tp as f64;
+            let per_layer_fwd = (cp - 1) as f64 * tokens * kv_elems.max(1.0) * act / cp_bw;
+            let attn_fwd = attn_fwd / w.layers.max(1) as f64;
+            let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
+                2.0
+            } else {
+                1.0
+            };
+            w.layers as f64
+                * (fwd_passes * (per_layer_fwd - attn_fwd).max(0.0)
+                    + (2.0 * per_layer_fwd - 2.5 * attn_fwd).max(0.0))
+        } else {
+            0.0
+        };
+        // expert parallel: dispatch + combine forward and backward per MoE layer
+        let ep_time = if ep > 1 && w.moe_layers > 0 {
+            let k = arch.moe.as_ref().map_or(1, |m| m.num_experts_per_tok) as f64;
+            let local = if l.sequence_parallel { per_gpu } else { tokens };
+            let one = local * k * h * act * (ep - 1) as f64 / ep as f64 / ep_bw;
+            let count = if tr.activation_checkpointing == Recompute::Full {
+                6.0
+            } else {
+                4.0
+            };
+            w.moe_layers as f64 * count * one
+        } else {
+            0.0
+        };
+        let per_mb = fwd + bwd + recompute + tp_time + cp_time + ep_time;
+        if per_mb >= slowest.0 {
+            slowest = (per_mb, fwd + bwd, [recompute, tp_time, cp_time, ep_time], w);
+        }
+    }
+    let (t_mb, t_compute_mb, [t_rc, t_tp, t_cp, t_ep], w) = slowest;
+    let compute = m * t_compute_mb;
+    let bubble = if pp > 1 {
+        (pp - 1) as f64 / v * t_mb
+    } else {
+        0.0
+    };
+    let p2p = if pp > 1 {
+        let sp = if l.sequence_parallel { tp as f64 } else { 1.0 };
+        2.0 * m * v * tokens * h * act / sp / pp_bw
+    } else {
+        0.0
+    };
+
+    // data parallel
+    let d = t.traffic;
+    let g = d.group.max(1);
+    let dp_bw = link(t.perf, l, g, tp * cp);
+    let rep_bw = link(t.perf, l, d.replicas.max(1), tp * cp * g);
+    let pr = w.params_rank;
+    let grads = pr * d.grad_bytes as f64;
+    let reduce = match d.grad_reduce {
+        GradReduce::AllReduce => all_reduce(grads, g, dp_bw),
+        GradReduce::ReduceScatter => {
+            gather(grads, g, dp_bw) + all_reduce(grads / g as f64, d.replicas, rep_bw)
+        }
+    };
+    let gathers = d.gathers_per_micro_batch as f64 * gather(pr * d.param_bytes as f64, g, dp_bw);
+    let after_step = if d.gather_after_step {
+        gather(pr * d.param_bytes as f64, g, dp_bw)
+    } else {
+        0.0
+    };
+    let bwd_mb = t_compute_mb * 2.0 / 3.0;
+    let dp = if d.overlapped {
+        // hidden behind the compute it runs under: per micro-batch traffic behind that
+        // micro-batch, the boundary's reduction behind the last backward, the after-step
+        // gather behind the next forward
+        let per_mb_comm = gathers
+            + if d.reduce_every_micro_batch {
+                reduce
+            } else {
+                0.0
+            };
+        let boundary = if d.reduce_every_micro_batch {
+            0.0
+        } else {
+            reduce
+        };
+        m * (per_mb_comm - t_compute_mb).max(0.0)
+            + (boundary - bwd_mb).max(0.0)
+            + (after_step - (t_compute_mb - bwd_mb)).max(0.0)
+    } else {
+        let per_step = if d.reduce_every_micro_batch { m } else { 1.0 };
+        m * gathers + per_step * reduce + after_step
+    };
+    let shard = if d.states_sharded { g as f64 } else { 1.0 };
+    let pcie = t.perf.pcie_gbs * GIGA;
+    let host = match d.host {
+        HostTransfers::None => 0.0,
+        HostTransfers::Optimizer => pr / shard * (d.grad_bytes + d.param_bytes) as f64 / pcie,
+        HostTransfers::OptimizerAndParams => {
+            pr / shard * (d.grad_bytes + d.param_bytes) as f64 / pcie
+                + m * d.gathers_per_micro_batch as f64 * pr / shard * d.param_bytes as f64 / pcie
+        }
+    };
+    let by = t.bytes;
+    let optimizer = if d.host == HostTransfers::None {
+        let states = full_states(tr.optimizer);
+        let read = (by.weight + by.grad + by.master) as f64 + states * by.state as f64;
+        let write = (by.weight + by.master) as f64 + states * by.state as f64;
+        // sharded states step a shard; the weights a rank holds are rewritten either way
+        (pr / shard) * (read + write) / (t.perf.memory_gbs * GIGA)
+    } else {
+        0.0
+    };
+
+    let values = [
+        compute,
+        m * t_rc,
+        m * t_tp,
+        m * t_cp,
+        m * t_ep,
+        bubble,
+        p2p,
+        dp,
+        host,
+        optimizer,
+    ];
+    let seconds: f64 = values.iter().sum();
+    let terms = TIME_TERMS
+        .iter()
+        .zip(values)
+        .map(|((name, _), seconds)| TimeTerm {
+            name: (*name).to_string(),
+            seconds,
+        })
+        .collect::<Vec<_>>();
+    let limiter = terms
+        .iter()
+        .skip(1)
+        .filter(|t| t.seconds > 0.0)
+        .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .filter(|t| t.seconds > 0.1 * compute)
+        .map_or("compute".to_string(), |t| t.name.clone());
+    let gpus = l.num_gpus.max(1) as f64;
+    let global_tokens = b * s * m * l.data_parallel_size as f64;
+    let (tps, mfu, tflops) = if seconds > 0.0 {
+        // summed over the stages: every layer once, and the head
+        let flops = model_flops_token * global_tokens;
+        (
+            global_tokens / seconds / gpus,
+            flops / seconds / gpus / bf16_rate,
+            flops / seconds / gpus / TERA,
+        )
+    } else {
+        (0.0, 0.0, 0.0)
+    };
+    StepTime {
+        seconds,
+        tokens_per_second_per_gpu: tps,
+        mfu,
+        model_tflops_per_gpu: tflops,
+        terms,
+        limiter,
+    }
+}
+
+/// The datasheet rates of the GPU a problem runs on. Errors: a custom GPU size (no preset),
+/// named as `hardware.gpu`.
+pub fn gpu_perf(gpu: &crate::problem::GpuSpec) -> Result<&'static GpuPerf, crate::FieldError> {
+    crate::presets::gpu_preset(&gpu.id)
+        .and_then(|g| g.perf.as_ref())
+        .ok_or_else(|| {
+            crate::FieldError::new(
+                "hardware.gpu",
+                &gpu.id,
+                format!(
+                    "step time needs a GPU preset with datasheet rates; choose one of: {}",
+                    crate::presets::gpu_preset_ids().join(", ")
+                ),
+            )
+        })
+}
+
+/// Step time of a resolved training problem (see [`step_time`]). Errors: as [`gpu_perf`].
+pub fn step_time_of(
+    r: &crate::problem::Resolved,
+    assumptions: TimeAssumptions,
+) -> Result<StepTime, crate::FieldError> {
+    let perf = gpu_perf(&r.gpu)?;
+    let t = &r.config.training;
+    Ok(step_time(&TimeInputs {
+        arch: &r.arch,
+        params: &r.params,
+        layout: &r.layout,
+        training: t,
+        traffic: r.config.engine.traffic(&r.layout, t.precision, r.bytes),
+        bytes: r.bytes,
+        perf,
+        gpu_arch: &r.gpu.arch,
+        assumptions,
+    }))
+}

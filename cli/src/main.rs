@@ -117,6 +117,60 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Which layout to run: every valid TP x PP x CP x EP x DP layout, engine, recomputation
+    /// and micro-batch for a model, GPU, GPU count and global batch, the fastest that fit
+    /// first (estimated step time).
+    Plan {
+        /// A model preset id (see `presets`) or a Hugging Face config.json file.
+        #[arg(long, required_unless_present = "config")]
+        model: Option<String>,
+        /// A base config file (model, precision, optimizer, attention, LoRA, ...); its layout,
+        /// engine, recomputation and micro-batch are what the search chooses.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// GPU preset id (default: the config's, else h100-80gb).
+        #[arg(long)]
+        gpu: Option<String>,
+        /// GPUs in the job.
+        #[arg(long, default_value_t = 8)]
+        gpus: u64,
+        /// Also try every GPU count up to this (powers of two within a node, then whole
+        /// nodes).
+        #[arg(long)]
+        max_gpus: Option<u64>,
+        #[arg(long)]
+        gpus_per_node: Option<u64>,
+        /// Tokens per sequence (`training.seq_len`; default: the config's, else 2048).
+        #[arg(long)]
+        seq: Option<u64>,
+        /// Tokens per optimizer step, such as 4M (decimal suffixes), rounded to whole sequences.
+        #[arg(long, value_parser = calc_core::units::parse_count, group = "batch")]
+        global_batch_tokens: Option<u64>,
+        /// Sequences per optimizer step.
+        #[arg(long, value_parser = calc_core::units::parse_count, group = "batch")]
+        global_batch: Option<u64>,
+        /// fp32, amp_bf16, amp_fp16, bf16, fp16, fp8 (default: the config's, else amp_bf16).
+        #[arg(long)]
+        precision: Option<String>,
+        /// Engines allowed, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(calc_core::engines::ENGINES))]
+        engines: Vec<String>,
+        /// Recomputation allowed, comma-separated: none, selective, selective_op, full
+        /// (default: all).
+        #[arg(long, value_delimiter = ',')]
+        recompute: Vec<String>,
+        /// Also try offloading (ZeRO-Offload, ZeRO-3 parameter offload, FSDP CPU offload).
+        #[arg(long)]
+        allow_offload: bool,
+        /// Fraction of GPU memory a plan must leave free.
+        #[arg(long, default_value_t = 0.05)]
+        headroom: f64,
+        /// Plans to print.
+        #[arg(long, default_value_t = 10)]
+        top: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the DeepSpeed ds_config.json of a deepspeed / megatron_deepspeed config.
     DsConfig {
         /// The config JSON file.
@@ -238,6 +292,85 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             let cfg = Config::from_value(doc)?;
             let est = calc_core::estimate(&cfg)?;
             print_estimate(&est, json, explain);
+        }
+        Cmd::Plan {
+            model,
+            config,
+            gpu,
+            gpus,
+            max_gpus,
+            gpus_per_node,
+            seq,
+            global_batch_tokens,
+            global_batch,
+            precision,
+            engines,
+            recompute,
+            allow_offload,
+            headroom,
+            top,
+            json,
+        } => {
+            let mut doc = match &config {
+                Some(path) => read_json(path, "config")?,
+                None => json!({ "schema_version": calc_core::SCHEMA_VERSION }),
+            };
+            let Value::Object(root) = &mut doc else {
+                return Err(BadInput(vec!["config: must be a JSON object".into()]));
+            };
+            if let Some(m) = model {
+                let section = if Path::new(&m).is_file() {
+                    json!({ "hf_config": read_json(Path::new(&m), "--model")? })
+                } else {
+                    json!({ "preset": m })
+                };
+                root.insert("model".into(), section);
+            }
+            let mut set = |section: &str, key: &str, v: Value| {
+                if let Value::Object(o) = root
+                    .entry(section)
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    o.insert(key.into(), v);
+                }
+            };
+            if let Some(g) = gpu {
+                set("hardware", "gpu", json!(g));
+            }
+            if let Some(n) = gpus_per_node {
+                set("hardware", "gpus_per_node", json!(n));
+            }
+            if let Some(s) = seq {
+                set("training", "seq_len", json!(s));
+            }
+            if let Some(p) = precision {
+                set("training", "precision", json!(p));
+            }
+            let base = Config::from_value(doc)?;
+            let mut req = calc_core::plan::PlanRequest {
+                config: base,
+                num_gpus: Some(gpus),
+                max_gpus,
+                global_batch_sequences: global_batch,
+                global_batch_tokens,
+                allow_offload,
+                min_headroom: headroom,
+                top,
+                ..Default::default()
+            };
+            if !engines.is_empty() {
+                req.engines = engines;
+            }
+            if !recompute.is_empty() {
+                req.recompute = serde_json::from_value(json!(recompute))
+                    .map_err(|e| BadInput(vec![format!("--recompute: {e}")]))?;
+            }
+            let r = calc_core::plan::plan(&req)?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+            } else {
+                print_plans(&r);
+            }
         }
         Cmd::DsConfig { config } => {
             let cfg = Config::from_value(read_json(&config, "config")?)?;
@@ -378,6 +511,44 @@ fn table(header: &[&str]) -> Table {
 
 fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+fn print_plans(r: &calc_core::plan::PlanResult) {
+    out!("{}", r.message);
+    if r.plans.is_empty() {
+        return;
+    }
+    let mut t = table(&[
+        "#",
+        "plan",
+        "per GPU",
+        "headroom",
+        "step (s)",
+        "tokens/s/GPU",
+        "MFU",
+        "limited by",
+    ]);
+    for p in &r.plans {
+        t.add_row(vec![
+            right(p.rank.to_string()),
+            Cell::new(&p.summary),
+            right(fmt_gib(p.total_bytes)),
+            right(fmt_gib(p.headroom_bytes.max(0) as u64)),
+            right(format!("{:.3}", p.step.seconds)),
+            right(format!("{:.0}", p.step.tokens_per_second_per_gpu)),
+            right(format!("{:.1} %", 100.0 * p.step.mfu)),
+            Cell::new(&p.step.limiter),
+        ]);
+    }
+    out!("{t}");
+    out!(
+        "global batch {} sequences; {} candidates timed, {} memory estimates, {} skipped (a smaller micro-batch did not fit), {} rejected by validation",
+        fmt_int(r.global_batch_sequences),
+        fmt_int(r.candidates),
+        fmt_int(r.estimates),
+        fmt_int(r.pruned),
+        fmt_int(r.invalid)
+    );
 }
 
 fn print_estimate(e: &Estimate, json: bool, explain: bool) {

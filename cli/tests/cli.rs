@@ -304,3 +304,60 @@ fn explain_prints_each_term_with_the_numbers_substituted() {
         );
     }
 }
+
+#[test]
+fn plan_ranks_layouts_as_the_issue_asks() {
+    // the command as written in the issue: 4M tokens of 8192 = 488 sequences (decimal M)
+    cli()
+        .args([
+            "plan",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100-80gb",
+            "--gpus",
+            "64",
+            "--global-batch-tokens",
+            "4M",
+            "--seq",
+            "8192",
+            "--top",
+            "3",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("3 plans fit"))
+        .stdout(predicate::str::contains("tokens/s/GPU"))
+        .stdout(predicate::str::contains("global batch 488 sequences"));
+    let out = cli()
+        .args([
+            "plan",
+            "--model",
+            "llama-3.2-1b",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "64",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["plans"].as_array().unwrap().len(), 10);
+    assert_eq!(v["plans"][0]["rank"], 1);
+    // a bad option is a field error, exit code 2
+    cli()
+        .args([
+            "plan",
+            "--model",
+            "llama-3.2-1b",
+            "--headroom",
+            "3",
+            "--global-batch",
+            "8",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("min_headroom"));
+}

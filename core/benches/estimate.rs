@@ -50,6 +50,20 @@ fn benches(c: &mut Criterion) {
     c.bench_function("solve min GPUs", |b| {
         b.iter(|| solve(black_box(&training), Target::MinGpus))
     });
+    // the issue's example: Llama-3.1-70B, 64 H100, 4M tokens of 8192 per step, every engine
+    // and recomputation option
+    let req = calc_core::plan::PlanRequest {
+        config: Config::from_json_str(
+            r#"{"model": {"preset": "llama-3.1-70b"}, "training": {"seq_len": 8192}, "hardware": {"gpu": "h100-80gb"}}"#,
+        )
+        .unwrap(),
+        num_gpus: Some(64),
+        global_batch_tokens: Some(4_000_000),
+        ..Default::default()
+    };
+    c.bench_function("plan (Llama-3.1-70B, 64 H100, 4M tokens)", |b| {
+        b.iter(|| calc_core::plan::plan(black_box(&req)))
+    });
 }
 
 criterion_group! {

@@ -44,6 +44,7 @@ pub mod loss;
 pub mod model;
 pub mod optimizer;
 pub(crate) mod placement;
+pub mod plan;
 pub mod precision;
 pub mod presets;
 pub mod problem;

@@ -112,3 +112,18 @@ test('byte-identical to the Rust core for every preset (training and inference)'
   }
   assert.ok(n >= 50, `${n} presets compared`);
 });
+
+test('plan: the same ranked plans as the CLI', () => {
+  const req = { config: { model: { preset: 'llama-3.2-1b' }, training: { seq_len: 2048 }, hardware: { gpu: 'h100-80gb' } },
+    num_gpus: 8, global_batch_sequences: 64, engines: ['fsdp', 'megatron'], top: 5 };
+  const r = api.plan(req);
+  assert.equal(r.plans.length, 5);
+  assert.ok(r.plans.every((p, i) => i === 0 || r.plans[i - 1].step.seconds <= p.step.seconds));
+  // "use this plan": each plan's document estimates to the plan's bytes
+  for (const p of r.plans) assert.equal(api.estimate(p.config).total_bytes, p.total_bytes);
+  const cli = path.join(ROOT, 'target/debug/gpu-mem-calc');
+  const rust = JSON.parse(execFileSync(cli, ['plan', '--model', 'llama-3.2-1b', '--gpu', 'h100-80gb', '--seq', '2048',
+    '--gpus', '8', '--global-batch', '64', '--engines', 'fsdp,megatron', '--top', '5', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(r.plans.map(p => p.summary), rust.plans.map(p => p.summary));
+  assert.throws(() => api.plan({ ...req, engines: ['horovod'] }), err => err.fieldErrors[0].field === 'engines[0]');
+});

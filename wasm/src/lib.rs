@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_IMPORTS: &'static str = r#"
-import type { Config, Estimate, FieldError, ModelArch, ModelSpec, ParamCounts, Presets, Solution, Target, GpuFit } from "../types";
+import type { Config, Estimate, FieldError, ModelArch, ModelSpec, ParamCounts, Presets, Solution, Target, GpuFit, PlanRequest, PlanResult } from "../types";
 "#;
 
 #[wasm_bindgen(start)]
@@ -189,6 +189,19 @@ pub fn solve(
         )])
     })?;
     to_js(&core_solve(&c, t).map_err(field_error)?)
+}
+
+/// Which layout to run: every valid tensor x pipeline x context x expert x data parallel
+/// layout, engine, recomputation and micro-batch for the request's model, GPU, GPU count and
+/// global batch, the fastest that fit first (`calc_core::plan::plan`).
+#[wasm_bindgen(unchecked_return_type = "PlanResult")]
+pub fn plan(
+    #[wasm_bindgen(unchecked_param_type = "PlanRequest | string")] request: JsValue,
+) -> Result<JsValue, JsValue> {
+    let req: calc_core::plan::PlanRequest =
+        serde_json::from_value(from_js(&request, "request")?)
+            .map_err(|e| field_error(vec![FieldError::new("request", "(value)", e.to_string())]))?;
+    to_js(&calc_core::plan::plan(&req).map_err(field_error)?)
 }
 
 /// `solve` for a fixed target.

@@ -24,6 +24,8 @@ fn main() {
         "solution" => calc_core::solve::Solution,
         "target" => calc_core::solve::Target,
         "gpuFit" => calc_core::export::GpuFit,
+        "planRequest" => calc_core::plan::PlanRequest,
+        "planResult" => calc_core::plan::PlanResult,
     }
     let defs: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     let schema = json!({

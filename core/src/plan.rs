@@ -1,0 +1,737 @@
+//! Plan search: which layout to run. Given a model, a GPU, a number of GPUs, a sequence
+//! length and a global batch, every valid layout (tensor x pipeline x context x expert x
+//! data parallel sizes, virtual stages, engine and sharding, recomputation, micro-batch and
+//! gradient accumulation) is timed ([`crate::steptime`]), and the fastest that fit with the
+//! stated headroom are returned, ranked by step time.
+//!
+//! The search is exact. Step time needs no memory estimate, so every candidate is timed
+//! first and the candidates are visited fastest first; memory is estimated only until
+//! `top` fit. A candidate is skipped without an estimate only when a smaller micro-batch of
+//! the same layout, engine and recomputation (both with, or both without, gradient
+//! accumulation) already did not fit: memory never falls when the micro-batch grows and the
+//! accumulation steps shrink (1F1B holds `min(stages, accumulation) x micro-batch`
+//! sequences). [`plan_exhaustive`] estimates every candidate; tests check both agree.
+//!
+//! Layout rules (the others are what [`crate::resolve`] accepts): tensor parallelism inside
+//! a node and dividing the attention and KV heads; pipeline stages dividing the layers, or
+//! an uneven split (first and last stages taking the remainder) for engines that model it;
+//! virtual stages dividing each stage's layers; context parallelism dividing the sequence
+//! into `2 cp` chunks (load-balanced ring attention); expert parallelism dividing the
+//! experts; data parallelism dividing the global batch. Sequence parallelism is on with
+//! tensor parallelism wherever the engine models it (Megatron, torchtitan).
+
+use crate::config::{
+    Config, DdpOptions, Engine, FsdpOptions, MegatronDeepspeedOptions, MegatronOptions, Mode,
+    Offload, PipelineSchedule, Recompute, ReshardAfterForward, ZeroOptions,
+};
+use crate::error::{Errors, FieldError};
+use crate::problem::Layout;
+use crate::steptime::{StepTime, TimeAssumptions, TimeInputs};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// What to plan for. The base `config` says the model, precision, optimizer, attention,
+/// loss, LoRA, `hardware.gpu`, `hardware.gpus_per_node` and `training.seq_len`; its
+/// parallel layout, engine, recomputation, micro-batch and accumulation are what the search
+/// chooses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanRequest {
+    /// The base document, loaded as [`Config::from_value`] loads one (older schemas migrated).
+    #[serde(deserialize_with = "de_config")]
+    pub config: Config,
+    /// GPUs in the job (also `hardware.num_gpus` of the plans). Default: the config's, else 8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_gpus: Option<u64>,
+    /// Also try every GPU count up to this (powers of two within a node, then whole
+    /// nodes). Default: `num_gpus` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_gpus: Option<u64>,
+    /// Sequences per optimizer step over all data-parallel ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_batch_sequences: Option<u64>,
+    /// Tokens per optimizer step (rounded to whole sequences of `training.seq_len`). Used
+    /// when `global_batch_sequences` is not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_batch_tokens: Option<u64>,
+    /// Engines allowed (`engine.type` values). Default: all.
+    pub engines: Vec<String>,
+    /// Recomputation allowed. Default: none, selective, selective_op, full.
+    pub recompute: Vec<Recompute>,
+    /// Also try offloading (ZeRO-Offload optimizer, ZeRO-3 parameters, FSDP CPU offload).
+    /// Default false.
+    pub allow_offload: bool,
+    /// Fraction of the GPU's memory a plan must leave free. Default 0.05.
+    pub min_headroom: f64,
+    /// Plans returned. Default 10.
+    pub top: u64,
+    /// Most virtual pipeline stages per rank tried. Default 4.
+    pub max_virtual_stages: u64,
+    /// Largest micro-batch tried. Default 64.
+    pub max_micro_batch: u64,
+    pub assumptions: TimeAssumptions,
+}
+
+fn de_config<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Config, D::Error> {
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    Config::from_value(v).map_err(|e| {
+        D::Error::custom(
+            e.iter()
+                .map(|e| format!("config.{e}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })
+}
+
+impl Default for PlanRequest {
+    fn default() -> Self {
+        PlanRequest {
+            config: Config::default(),
+            num_gpus: None,
+            max_gpus: None,
+            global_batch_sequences: None,
+            global_batch_tokens: None,
+            engines: crate::engines::ENGINES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            recompute: vec![
+                Recompute::None,
+                Recompute::Selective,
+                Recompute::SelectiveOp,
+                Recompute::Full,
+            ],
+            allow_offload: false,
+            min_headroom: 0.05,
+            top: 10,
+            max_virtual_stages: 4,
+            max_micro_batch: 64,
+            assumptions: TimeAssumptions::default(),
+        }
+    }
+}
+
+/// One ranked plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Plan {
+    /// 1 = fastest.
+    pub rank: u64,
+    /// "FSDP2 (reshard after forward), TP 2, DP 32, full recomputation, micro-batch 2 x 8".
+    pub summary: String,
+    /// The whole document of this plan ("use this plan").
+    pub config: Config,
+    pub layout: Layout,
+    /// `engine.type` and its variant ("fsdp", "deepspeed ZeRO-3", ...).
+    pub engine: String,
+    pub recompute: Recompute,
+    pub micro_batch_size: u64,
+    pub gradient_accumulation_steps: u64,
+    /// What the most loaded GPU must hold (the estimate's `total_bytes`).
+    pub total_bytes: u64,
+    pub gpu_memory_bytes: u64,
+    /// `gpu_memory_bytes - total_bytes`.
+    pub headroom_bytes: i64,
+    pub step: StepTime,
+}
+
+/// The answer to a [`PlanRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PlanResult {
+    /// The fastest plans that fit, fastest first.
+    pub plans: Vec<Plan>,
+    /// The global batch in sequences the plans use.
+    pub global_batch_sequences: u64,
+    /// Layouts x engines x recomputation x micro-batches timed.
+    pub candidates: u64,
+    /// Memory estimates computed.
+    pub estimates: u64,
+    /// Candidates skipped because a smaller micro-batch did not fit.
+    pub pruned: u64,
+    /// Estimated candidates the config validation rejected.
+    pub invalid: u64,
+    /// One line for the user.
+    pub message: String,
+}
+
+/// An engine as the search varies it.
+fn engine_variants(kind: &str, offload: bool) -> Vec<(String, Engine)> {
+    let zero = |stage: u8| ZeroOptions {
+        zero_stage: stage,
+        ..ZeroOptions::default()
+    };
+    let mut v: Vec<(String, Engine)> = Vec::new();
+    match kind {
+        "ddp" => v.push(("DDP".into(), Engine::Ddp(DdpOptions::default()))),
+        "deepspeed" => {
+            for stage in 0..=3 {
+                v.push((format!("ZeRO-{stage}"), Engine::Deepspeed(zero(stage))));
+            }
+            if offload {
+                for stage in 1..=3 {
+                    v.push((
+                        format!("ZeRO-{stage} + optimizer offload"),
+                        Engine::Deepspeed(ZeroOptions {
+                            offload_optimizer: Offload::Cpu,
+                            ..zero(stage)
+                        }),
+                    ));
+                }
+                v.push((
+                    "ZeRO-3 + optimizer and parameter offload".into(),
+                    Engine::Deepspeed(ZeroOptions {
+                        offload_optimizer: Offload::Cpu,
+                        offload_param: Offload::Cpu,
+                        ..zero(3)
+                    }),
+                ));
+            }
+        }
+        "fsdp" => {
+            for (label, raf) in [("FSDP2", true), ("FSDP2 (no reshard after forward)", false)] {
+                v.push((
+                    label.into(),
+                    Engine::Fsdp(FsdpOptions {
+                        reshard_after_forward: Some(ReshardAfterForward::Always(raf)),
+                        ..FsdpOptions::default()
+                    }),
+                ));
+            }
+            if offload {
+                v.push((
+                    "FSDP2 + CPU offload".into(),
+                    Engine::Fsdp(FsdpOptions {
+                        cpu_offload: true,
+                        ..FsdpOptions::default()
+                    }),
+                ));
+            }
+        }
+        "megatron" => {
+            for (label, d) in [
+                ("Megatron", false),
+                ("Megatron (distributed optimizer)", true),
+            ] {
+                v.push((
+                    label.into(),
+                    Engine::Megatron(MegatronOptions {
+                        distributed_optimizer: d,
+                    }),
+                ));
+            }
+        }
+        "megatron_deepspeed" => {
+            for stage in 0..=1 {
+                v.push((
+                    format!("Megatron-DeepSpeed ZeRO-{stage}"),
+                    Engine::MegatronDeepspeed(MegatronDeepspeedOptions(zero(stage))),
+                ));
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+fn divisors(n: u64) -> Vec<u64> {
+    let mut d: Vec<u64> = (1..=n.min(1 << 20))
+        .take_while(|i| i * i <= n)
+        .filter(|i| n.is_multiple_of(*i))
+        .flat_map(|i| [i, n / i])
+        .collect();
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// GPU counts from `min` to `max`: powers of two below a node, then whole nodes.
+fn gpu_counts(min: u64, max: u64, per_node: u64) -> Vec<u64> {
+    let mut v = vec![min];
+    let mut k = 1u64;
+    while k < per_node && k <= max {
+        if k > min {
+            v.push(k);
+        }
+        k *= 2;
+    }
+    let mut n = per_node;
+    while n <= max && v.len() < 4096 {
+        if n > min {
+            v.push(n);
+        }
+        n += per_node;
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// A layout, engine and recomputation (the memory-monotone family of a candidate).
+#[derive(Debug, Clone)]
+struct Family {
+    layout: Layout,
+    engine: usize,
+    recompute: Recompute,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    family: usize,
+    micro_batch: u64,
+    accumulation: u64,
+    seconds: f64,
+}
+
+/// Everything a search shares.
+struct Space {
+    base: Config,
+    engines: Vec<(String, Engine)>,
+    families: Vec<Family>,
+    candidates: Vec<Candidate>,
+    batch: u64,
+    capacity_limit: u64,
+}
+
+fn validate_request(req: &PlanRequest) -> Result<(), Vec<FieldError>> {
+    let mut e = Errors::default();
+    if req.config.effective_mode() != Mode::Training {
+        e.add(
+            "config.mode",
+            "inference",
+            "plan searches training layouts; serving layouts are the vLLM solver's",
+        );
+    }
+    e.frange("min_headroom", req.min_headroom, 0.0, 0.9);
+    e.range("top", req.top, 1, 1000);
+    e.range("max_virtual_stages", req.max_virtual_stages, 1, 64);
+    e.range("max_micro_batch", req.max_micro_batch, 1, 4096);
+    e.frange(
+        "assumptions.compute_efficiency",
+        req.assumptions.compute_efficiency,
+        0.01,
+        1.0,
+    );
+    if let Some(a) = req.assumptions.attention_efficiency {
+        e.frange("assumptions.attention_efficiency", a, 0.01, 1.0);
+    }
+    for (i, k) in req.engines.iter().enumerate() {
+        if !crate::engines::ENGINES.contains(&k.as_str()) {
+            e.add(
+                format!("engines[{i}]"),
+                format!("{k:?}"),
+                format!("must be one of {}", crate::engines::ENGINES.join(", ")),
+            );
+        }
+    }
+    if req.engines.is_empty() {
+        e.add("engines", "[]", "must allow at least one engine");
+    }
+    if req.recompute.is_empty() {
+        e.add(
+            "recompute",
+            "[]",
+            "must allow at least one recomputation option",
+        );
+    }
+    if e.is_empty() { Ok(()) } else { Err(e.0) }
+}
+
+/// Builds every candidate and times it.
+fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
+    validate_request(req)?;
+    let mut base = req.config.clone();
+    base.parallelism = crate::config::Parallelism {
+        loss_parallel: req.config.parallelism.loss_parallel,
+        ..Default::default()
+    };
+    base.hardware.num_gpus = None;
+    base.training.micro_batch_size = 1;
+    base.training.gradient_accumulation_steps = 1;
+    base.training.activation_checkpointing = Recompute::None;
+    // the model, GPU and options must be valid on one GPU's layout
+    let r = crate::resolve::resolve(&base)?;
+    let perf = crate::steptime::gpu_perf(&r.gpu).map_err(|e| vec![e])?;
+    let (arch, params) = (&r.arch, &r.params);
+    let seq = base.training.seq_len;
+    let mut e = Errors::default();
+    let n_min = req.num_gpus.or(req.config.hardware.num_gpus).unwrap_or(8);
+    e.range("num_gpus", n_min, 1, crate::limits::MAX_GPUS);
+    let n_max = req.max_gpus.unwrap_or(n_min);
+    e.range(
+        "max_gpus",
+        n_max,
+        n_min,
+        (n_min.max(1) * 64).min(crate::limits::MAX_GPUS),
+    );
+    let batch = match (req.global_batch_sequences, req.global_batch_tokens) {
+        (Some(b), _) => b,
+        (None, Some(t)) => (t + seq / 2) / seq.max(1),
+        (None, None) => {
+            e.add(
+                "global_batch_sequences",
+                "none",
+                "give the global batch in sequences or in tokens (global_batch_tokens)",
+            );
+            0
+        }
+    };
+    if e.is_empty() {
+        e.range(
+            if req.global_batch_sequences.is_some() {
+                "global_batch_sequences"
+            } else {
+                "global_batch_tokens"
+            },
+            batch,
+            1,
+            crate::limits::MAX_BATCH,
+        );
+    }
+    if !e.is_empty() {
+        return Err(e.0);
+    }
+    let per_node = base.hardware.gpus_per_node;
+    let engines: Vec<(String, Engine)> = req
+        .engines
+        .iter()
+        .flat_map(|k| engine_variants(k, req.allow_offload))
+        .collect();
+    let layers = arch.num_hidden_layers;
+    let experts = arch.moe.as_ref().map(|m| m.num_experts);
+    let mut families = Vec::new();
+    let mut candidates = Vec::new();
+    for n in gpu_counts(n_min, n_max, per_node) {
+        for tp in divisors(n) {
+            if tp > per_node
+                || !arch.num_attention_heads.is_multiple_of(tp)
+                || !arch.num_key_value_heads.is_multiple_of(tp)
+            {
+                continue;
+            }
+            for pp in divisors(n / tp) {
+                if pp > layers {
+                    continue;
+                }
+                let even = layers.is_multiple_of(pp);
+                for cp in divisors(n / tp / pp) {
+                    if cp > 1 && !seq.is_multiple_of(2 * cp) {
+                        continue;
+                    }
+                    let dp = n / tp / pp / cp;
+                    if !batch.is_multiple_of(dp) {
+                        continue;
+                    }
+                    let eps = match experts {
+                        Some(x) => divisors(x)
+                            .into_iter()
+                            .filter(|ep| (dp * cp * tp).is_multiple_of(*ep))
+                            .collect(),
+                        None => vec![1],
+                    };
+                    let vs: Vec<u64> = if pp > 1 && even {
+                        (1..=req.max_virtual_stages)
+                            .filter(|v| (layers / pp).is_multiple_of(*v))
+                            .collect()
+                    } else {
+                        vec![1]
+                    };
+                    for &ep in &eps {
+                        for &v in &vs {
+                            for (ei, (_, engine)) in engines.iter().enumerate() {
+                                let par = engine.parallelism();
+                                let ok = (tp == 1 || par.tensor)
+                                    && (pp == 1 || par.pipeline)
+                                    && (cp == 1 || par.context)
+                                    && (ep == 1 || par.expert)
+                                    && (v == 1 || par.virtual_pipeline)
+                                    && (even || par.uneven_pipeline);
+                                if !ok {
+                                    continue;
+                                }
+                                let mut p = crate::config::Parallelism::default();
+                                if !even {
+                                    // the first and last stages share what the middle
+                                    // stages (ceil(L / pp) each) leave
+                                    let middle = layers.div_ceil(pp);
+                                    let ends = layers.saturating_sub((pp - 2) * middle);
+                                    p.first_pipeline_stage_layers = Some(ends / 2);
+                                    p.last_pipeline_stage_layers = Some(ends - ends / 2);
+                                }
+                                let mut se = Errors::default();
+                                let stage_layers =
+                                    crate::resolve::split_layers(layers, pp, &p, v, &mut se);
+                                if !se.is_empty() {
+                                    continue;
+                                }
+                                let layout = Layout {
+                                    num_gpus: n,
+                                    data_parallel_size: dp,
+                                    tensor_parallel_size: tp,
+                                    pipeline_parallel_size: pp,
+                                    context_parallel_size: cp,
+                                    expert_parallel_size: ep,
+                                    virtual_pipeline_parallel_size: v,
+                                    pipeline_schedule: if v > 1 {
+                                        PipelineSchedule::Interleaved1F1B
+                                    } else {
+                                        PipelineSchedule::OneFOneB
+                                    },
+                                    sequence_parallel: tp > 1 && par.sequence,
+                                    data_parallel_replicate_size: 1,
+                                    expert_tensor_parallel_size: tp,
+                                    loss_parallel: base.parallelism.loss_parallel,
+                                    gpus_per_node: per_node,
+                                    stage_layers,
+                                };
+                                for &rc in &req.recompute {
+                                    let family = families.len();
+                                    families.push(Family {
+                                        layout,
+                                        engine: ei,
+                                        recompute: rc,
+                                    });
+                                    let local = batch / dp;
+                                    let mut training = base.training.clone();
+                                    training.activation_checkpointing = rc;
+                                    let bytes = crate::resolve::training_bytes(&training, engine);
+                                    let traffic =
+                                        engine.traffic(&layout, training.precision, bytes);
+                                    for mb in divisors(local) {
+                                        if mb > req.max_micro_batch {
+                                            break;
+                                        }
+                                        training.micro_batch_size = mb;
+                                        training.gradient_accumulation_steps = local / mb;
+                                        let step = crate::steptime::step_time(&TimeInputs {
+                                            arch,
+                                            params,
+                                            layout: &layout,
+                                            training: &training,
+                                            traffic,
+                                            bytes,
+                                            perf,
+                                            gpu_arch: &r.gpu.arch,
+                                            assumptions: req.assumptions,
+                                        });
+                                        candidates.push(Candidate {
+                                            family,
+                                            micro_batch: mb,
+                                            accumulation: local / mb,
+                                            seconds: step.seconds,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let capacity_limit = (r.gpu.memory_bytes as f64 * (1.0 - req.min_headroom)) as u64;
+    Ok(Space {
+        base,
+        engines,
+        families,
+        candidates,
+        batch,
+        capacity_limit,
+    })
+}
+
+impl Space {
+    fn config(&self, c: &Candidate) -> Config {
+        let f = &self.families[c.family];
+        let l = &f.layout;
+        let mut cfg = self.base.clone();
+        cfg.engine = self.engines[f.engine].1.clone();
+        let p = &mut cfg.parallelism;
+        p.tensor_parallel_size = l.tensor_parallel_size;
+        p.pipeline_parallel_size = l.pipeline_parallel_size;
+        p.context_parallel_size = l.context_parallel_size;
+        p.expert_parallel_size = l.expert_parallel_size;
+        p.sequence_parallel = l.sequence_parallel;
+        p.data_parallel_size = Some(l.data_parallel_size);
+        if l.virtual_pipeline_parallel_size > 1 {
+            p.virtual_pipeline_parallel_size = Some(l.virtual_pipeline_parallel_size);
+        }
+        let pp = l.pipeline_parallel_size;
+        let sl = l.stage_layers;
+        if pp > 1 && (sl.first != sl.middle || sl.last != sl.middle) {
+            p.first_pipeline_stage_layers = Some(sl.first);
+            p.last_pipeline_stage_layers = Some(sl.last);
+        }
+        cfg.hardware.num_gpus = Some(l.num_gpus);
+        let t = &mut cfg.training;
+        t.micro_batch_size = c.micro_batch;
+        t.gradient_accumulation_steps = c.accumulation;
+        t.activation_checkpointing = f.recompute;
+        cfg
+    }
+
+    fn summary(&self, c: &Candidate) -> String {
+        let f = &self.families[c.family];
+        let l = &f.layout;
+        let mut parts = vec![self.engines[f.engine].0.clone()];
+        for (k, v) in [
+            ("TP", l.tensor_parallel_size),
+            ("PP", l.pipeline_parallel_size),
+            ("VP", l.virtual_pipeline_parallel_size),
+            ("CP", l.context_parallel_size),
+            ("EP", l.expert_parallel_size),
+        ] {
+            if v > 1 {
+                parts.push(format!("{k} {v}"));
+            }
+        }
+        parts.push(format!("DP {}", l.data_parallel_size));
+        parts.push(match f.recompute {
+            Recompute::None => "no recomputation".into(),
+            r => format!("{} recomputation", r.label()),
+        });
+        parts.push(format!(
+            "micro-batch {}, {} accumulation steps",
+            c.micro_batch, c.accumulation
+        ));
+        parts.join(", ")
+    }
+
+    /// Estimates candidate `i`: `Some(total_bytes)` when valid, with whether it fits.
+    fn estimate(&self, c: &Candidate) -> Option<crate::Estimate> {
+        crate::estimate(&self.config(c)).ok()
+    }
+
+    fn plan(&self, rank: u64, c: &Candidate, est: crate::Estimate, a: TimeAssumptions) -> Plan {
+        let f = &self.families[c.family];
+        let config = self.config(c);
+        // the step time of the resolved problem: the same function on the resolved layout
+        let step = crate::resolve::resolve(&config)
+            .ok()
+            .and_then(|r| crate::steptime::step_time_of(&r, a).ok());
+        // the search timed the layout it built; the resolved problem must agree
+        debug_assert!(
+            step.as_ref()
+                .is_some_and(|s| (s.seconds - c.seconds).abs() <= 1e-9 * c.seconds),
+            "search and resolved step times differ for {}",
+            self.summary(c)
+        );
+        Plan {
+            rank,
+            summary: self.summary(c),
+            layout: est.layout,
+            engine: self.engines[f.engine].0.clone(),
+            recompute: f.recompute,
+            micro_batch_size: c.micro_batch,
+            gradient_accumulation_steps: c.accumulation,
+            total_bytes: est.total_bytes,
+            gpu_memory_bytes: est.gpu_memory_bytes,
+            headroom_bytes: est.gpu_memory_bytes as i64 - est.total_bytes as i64,
+            step: step.unwrap_or_else(|| StepTime {
+                seconds: c.seconds,
+                tokens_per_second_per_gpu: 0.0,
+                mfu: 0.0,
+                model_tflops_per_gpu: 0.0,
+                terms: Vec::new(),
+                limiter: String::new(),
+            }),
+            config,
+        }
+    }
+
+    /// Candidate indices fastest first (ties in enumeration order).
+    fn order(&self) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..self.candidates.len()).collect();
+        idx.sort_by(|&a, &b| {
+            self.candidates[a]
+                .seconds
+                .total_cmp(&self.candidates[b].seconds)
+                .then(a.cmp(&b))
+        });
+        idx
+    }
+
+    fn result(&self, plans: Vec<Plan>, estimates: u64, pruned: u64, invalid: u64) -> PlanResult {
+        let message = match plans.first() {
+            Some(p) => format!(
+                "{} plans fit; fastest: {} ({:.2} s per step, {:.0} tokens/s per GPU)",
+                plans.len(),
+                p.summary,
+                p.step.seconds,
+                p.step.tokens_per_second_per_gpu
+            ),
+            None => format!(
+                "no layout of the {} tried fits with the headroom asked",
+                self.candidates.len()
+            ),
+        };
+        PlanResult {
+            plans,
+            global_batch_sequences: self.batch,
+            candidates: self.candidates.len() as u64,
+            estimates,
+            pruned,
+            invalid,
+            message,
+        }
+    }
+}
+
+/// Searches the fastest plans that fit (see the module docs). Errors: the request's field
+/// errors (`config.*` for the base document), or a GPU without datasheet rates.
+pub fn plan(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
+    let sp = space(req)?;
+    // smallest micro-batch known not to fit, per family and "accumulates" flag
+    let mut failed: HashMap<(usize, bool), u64> = HashMap::new();
+    let (mut estimates, mut pruned, mut invalid) = (0u64, 0u64, 0u64);
+    let mut plans = Vec::new();
+    for i in sp.order() {
+        if plans.len() as u64 >= req.top {
+            break;
+        }
+        let c = &sp.candidates[i];
+        let key = (c.family, c.accumulation > 1);
+        if failed.get(&key).is_some_and(|&mb| c.micro_batch >= mb) {
+            pruned += 1;
+            continue;
+        }
+        estimates += 1;
+        let Some(est) = sp.estimate(c) else {
+            invalid += 1;
+            continue;
+        };
+        if est.total_bytes <= sp.capacity_limit {
+            plans.push(sp.plan(plans.len() as u64 + 1, c, est, req.assumptions));
+        } else {
+            let e = failed.entry(key).or_insert(u64::MAX);
+            *e = (*e).min(c.micro_batch);
+        }
+    }
+    Ok(sp.result(plans, estimates, pruned, invalid))
+}
+
+/// [`plan`] without pruning: every candidate estimated (for tests and benchmarks).
+pub fn plan_exhaustive(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
+    let sp = space(req)?;
+    let (mut estimates, mut invalid) = (0u64, 0u64);
+    let mut fitting = Vec::new();
+    for i in sp.order() {
+        let c = &sp.candidates[i];
+        estimates += 1;
+        match sp.estimate(c) {
+            Some(est) if est.total_bytes <= sp.capacity_limit => fitting.push((i, est)),
+            Some(_) => {}
+            None => invalid += 1,
+        }
+    }
+    let plans = fitting
+        .into_iter()
+        .take(req.top as usize)
+        .enumerate()
+        .map(|(k, (i, est))| sp.plan(k as u64 + 1, &sp.candidates[i], est, req.assumptions))
+        .collect();
+    Ok(sp.result(plans, estimates, 0, invalid))
+}

@@ -431,6 +431,7 @@ fn main() {
     );
 
     distributed(&mut o, &dist);
+    step_time(&mut o);
 
     std::fs::write(&path, o).unwrap_or_else(|e| panic!("{path}: {e}"));
     println!(
@@ -472,4 +473,73 @@ fn worst_cases<'a>(
             r.peak.estimated as f64 / GB
         );
     }
+}
+
+/// The step-time model (core/src/steptime.rs) against published training throughput
+/// (tests/reference/throughput_cases.json; core/tests/plan.rs asserts the same cases).
+fn step_time(o: &mut String) {
+    let v: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../tests/reference/throughput_cases.json"
+    ))
+    .expect("throughput_cases.json");
+    let cases = v["cases"].as_array().cloned().unwrap_or_default();
+    let mut rows = String::new();
+    let mut errs = Vec::new();
+    for c in &cases {
+        let cfg = calc_core::Config::from_value(c["config"].clone()).expect("case config");
+        let r = calc_core::resolve::resolve(&cfg).expect("case resolves");
+        let t = calc_core::steptime::step_time_of(&r, Default::default()).expect("GPU rates");
+        let published = c["tokens_per_second_per_gpu"].as_f64().unwrap_or(1.0);
+        let err = t.tokens_per_second_per_gpu / published - 1.0;
+        errs.push(err);
+        let _ = writeln!(
+            rows,
+            "| {} | {} | {:.0} | {:.0} | {:+.1} % | {:.1} % | {} | {} |",
+            c["id"].as_str().unwrap_or(""),
+            c["title"].as_str().unwrap_or(""),
+            published,
+            t.tokens_per_second_per_gpu,
+            100.0 * err,
+            100.0 * t.mfu,
+            t.limiter,
+            c["notes"].as_str().unwrap_or(""),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n## Step time (published throughput)\n\n\
+         The step-time model of the plan search (`core/src/steptime.rs`, every term with its \
+         source there) against published tokens/s per GPU with exact configurations \
+         (`tests/reference/throughput_cases.json`, each case with its source), at the model's \
+         default assumptions (GEMMs at 0.6 of the datasheet peak, attention kernels at 0.35 on \
+         Hopper), chosen before the comparison and not fitted to it. The goal is tokens/s \
+         within 25 %; it is not met for torchtitan's runs. Error = (estimate - published) / \
+         published.\n\n\
+         | cases | median abs error | p90 | max |\n|---|---|---|---|\n{}\n\n\
+         | case | configuration | published tokens/s/GPU | estimated | error | MFU (est.) | limited by | notes |\n\
+         |---|---|---|---|---|---|---|---|\n{rows}",
+        stats_line(&error_stats(&errs)),
+    );
+    let _ = writeln!(
+        o,
+        "What the misses say (read after the comparison; the model was not changed for them):\n\n\
+         * torchtitan's H100s are the 96 GB HBM2e part at a 500 W limit, whose peak lies between \
+           the SXM and NVL figures (the benchmark's own footnote: MFU 33-39 % measured against \
+           the SXM peak); the preset is the 700 W SXM5 card. Every torchtitan case is estimated \
+           too fast, by 30-100 %.\n\
+         * `torch.compile` and asynchronous TP speed-ups are not modelled (TT-1b, TT-3b are the \
+           eager estimate against compiled runs).\n\
+         * Long contexts under context parallelism (TT-2, TT-6) lose more than the ring exchange \
+           explains: the load-balanced ring runs `2 cp` attention chunks per step, each a \
+           smaller, less efficient kernel than the whole sequence's.\n\
+         * Float8 estimates use the FP8 peak for every decoder matmul; the casts and scale \
+           reductions around them are memory-bound work the model does not count (TT-1c +71 %).\n\
+         * The Megatron-LM rows (NVIDIA's own tuned recipes, FP8) are within 10 %.\n\n\
+         Published faster-of-two comparisons: FSDP on 8 vs 128 GPUs (TT-1a 5762 vs TT-3a 5605): \
+         the estimate orders them the other way by 0.4 % (9102 vs 9142; no inter-node cost \
+         shows while FSDP's traffic hides under compute); CP 1 to 8 at growing sequence lengths \
+         (TT-2a-d, TT-6a-d): ordered as published; torchtitan's 1F1B vs interleaved 1F1B for \
+         405B (TT-5a/b) cannot be expressed (126 layers: an uneven split with virtual stages), \
+         TT-5b is estimated as TT-5a."
+    );
 }

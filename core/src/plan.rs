@@ -286,8 +286,16 @@ struct Candidate {
     seconds: f64,
 }
 
+/// A candidate's document (as the plan hands it out), its resolved problem and estimate.
+struct Evaluated {
+    config: Config,
+    resolved: crate::problem::Resolved,
+    estimate: crate::Estimate,
+}
+
 /// Everything a search shares.
 struct Space {
+    perf: &'static crate::presets::GpuPerf,
     base: Config,
     engines: Vec<(String, Engine)>,
     families: Vec<Family>,
@@ -534,6 +542,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     }
     let capacity_limit = (r.gpu.memory_bytes as f64 * (1.0 - req.min_headroom)) as u64;
     Ok(Space {
+        perf,
         base,
         engines,
         families,
@@ -600,25 +609,30 @@ impl Space {
         parts.join(", ")
     }
 
-    /// Estimates candidate `i`: `Some(total_bytes)` when valid, with whether it fits.
-    fn estimate(&self, c: &Candidate) -> Option<crate::Estimate> {
-        crate::estimate(&self.config(c)).ok()
+    /// The candidate's document, resolved and estimated; `None` when validation rejects it.
+    fn evaluate(&self, c: &Candidate) -> Option<Evaluated> {
+        let config = self.config(c);
+        let resolved = crate::resolve::resolve(&config).ok()?;
+        // plans are training (validate_request): what `crate::estimate` runs for the mode
+        let estimate = crate::training::estimate_training(&resolved);
+        Some(Evaluated {
+            config,
+            resolved,
+            estimate,
+        })
     }
 
-    fn plan(&self, rank: u64, c: &Candidate, est: crate::Estimate, a: TimeAssumptions) -> Plan {
+    fn plan(&self, rank: u64, c: &Candidate, e: Evaluated, a: TimeAssumptions) -> Plan {
         let f = &self.families[c.family];
-        let config = self.config(c);
         // the step time of the resolved problem: the same function on the resolved layout
-        let step = crate::resolve::resolve(&config)
-            .ok()
-            .and_then(|r| crate::steptime::step_time_of(&r, a).ok());
+        let step = crate::steptime::step_time_with(&e.resolved, self.perf, a);
         // the search timed the layout it built; the resolved problem must agree
         debug_assert!(
-            step.as_ref()
-                .is_some_and(|s| (s.seconds - c.seconds).abs() <= 1e-9 * c.seconds),
+            (step.seconds - c.seconds).abs() <= 1e-9 * c.seconds,
             "search and resolved step times differ for {}",
             self.summary(c)
         );
+        let est = e.estimate;
         Plan {
             rank,
             summary: self.summary(c),
@@ -630,15 +644,8 @@ impl Space {
             total_bytes: est.total_bytes,
             gpu_memory_bytes: est.gpu_memory_bytes,
             headroom_bytes: est.gpu_memory_bytes as i64 - est.total_bytes as i64,
-            step: step.unwrap_or_else(|| StepTime {
-                seconds: c.seconds,
-                tokens_per_second_per_gpu: 0.0,
-                mfu: 0.0,
-                model_tflops_per_gpu: 0.0,
-                terms: Vec::new(),
-                limiter: String::new(),
-            }),
-            config,
+            step,
+            config: e.config,
         }
     }
 
@@ -699,12 +706,12 @@ pub fn plan(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
             continue;
         }
         estimates += 1;
-        let Some(est) = sp.estimate(c) else {
+        let Some(e) = sp.evaluate(c) else {
             invalid += 1;
             continue;
         };
-        if est.total_bytes <= sp.capacity_limit {
-            plans.push(sp.plan(plans.len() as u64 + 1, c, est, req.assumptions));
+        if e.estimate.total_bytes <= sp.capacity_limit {
+            plans.push(sp.plan(plans.len() as u64 + 1, c, e, req.assumptions));
         } else {
             let e = failed.entry(key).or_insert(u64::MAX);
             *e = (*e).min(c.micro_batch);
@@ -721,8 +728,8 @@ pub fn plan_exhaustive(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>>
     for i in sp.order() {
         let c = &sp.candidates[i];
         estimates += 1;
-        match sp.estimate(c) {
-            Some(est) if est.total_bytes <= sp.capacity_limit => fitting.push((i, est)),
+        match sp.evaluate(c) {
+            Some(e) if e.estimate.total_bytes <= sp.capacity_limit => fitting.push((i, e)),
             Some(_) => {}
             None => invalid += 1,
         }
@@ -731,7 +738,7 @@ pub fn plan_exhaustive(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>>
         .into_iter()
         .take(req.top as usize)
         .enumerate()
-        .map(|(k, (i, est))| sp.plan(k as u64 + 1, &sp.candidates[i], est, req.assumptions))
+        .map(|(k, (i, e))| sp.plan(k as u64 + 1, &sp.candidates[i], e, req.assumptions))
         .collect();
     Ok(sp.result(plans, estimates, 0, invalid))
 }

@@ -529,9 +529,17 @@ pub fn step_time_of(
     r: &crate::problem::Resolved,
     assumptions: TimeAssumptions,
 ) -> Result<StepTime, crate::FieldError> {
-    let perf = gpu_perf(&r.gpu)?;
+    Ok(step_time_with(r, gpu_perf(&r.gpu)?, assumptions))
+}
+
+/// Step time of a resolved training problem on a GPU with rates `perf` (see [`step_time`]).
+pub fn step_time_with(
+    r: &crate::problem::Resolved,
+    perf: &GpuPerf,
+    assumptions: TimeAssumptions,
+) -> StepTime {
     let t = &r.config.training;
-    Ok(step_time(&TimeInputs {
+    step_time(&TimeInputs {
         arch: &r.arch,
         params: &r.params,
         layout: &r.layout,
@@ -541,5 +549,5 @@ pub fn step_time_of(
         perf,
         gpu_arch: &r.gpu.arch,
         assumptions,
-    }))
+    })
 }

@@ -7,8 +7,8 @@
 
 use calc_core::accuracy::{
     BUDGET_MEDIAN, BUDGET_P90, CaseResult, ErrorStats, HELDOUT_ACTIVATIONS_MEDIAN, HELDOUT_MAX,
-    HELDOUT_MEDIAN, HELDOUT_P90, compare, compare_published, component_stats, dist_records,
-    error_stats, peak_stats, probe_records, published_cases,
+    HELDOUT_MEDIAN, HELDOUT_P90, ProbeRecord, compare, compare_published, component_stats,
+    dist_records, error_stats, peak_stats, probe_records, published_cases,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -87,9 +87,10 @@ const ENGINES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The distributed records compared (records whose config fails are reported and skipped).
-fn dist_results() -> Vec<CaseResult> {
-    dist_records()
+/// `records` compared with the estimate (records whose config fails are reported and
+/// skipped).
+fn results(records: &[ProbeRecord]) -> Vec<CaseResult> {
+    records
         .iter()
         .filter_map(|r| match compare(r) {
             Ok(c) => Some(c),
@@ -203,16 +204,7 @@ fn main() {
         .nth(1)
         .unwrap_or_else(|| "ACCURACY.md".into());
     let recs = probe_records();
-    let res: Vec<CaseResult> = recs
-        .iter()
-        .filter_map(|r| match compare(r) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("{}: {e:?}", r.id);
-                None
-            }
-        })
-        .collect();
+    let res = results(recs);
     let versions = recs
         .first()
         .map(|r| {
@@ -302,7 +294,7 @@ fn main() {
          the model was not changed for them):\n"
     );
     worst_cases(&mut o, &held, 8, HELDOUT_EXPLAINED, "Below 2 %.");
-    let dist = dist_results();
+    let dist = results(dist_records());
     let _ = writeln!(
         o,
         "\nMulti-GPU held-out runs (details below, in the multi-GPU section):\n\n\

@@ -16,10 +16,12 @@ fn benches(c: &mut Criterion) {
         "engine": {"type": "deepspeed", "zero_stage": 3},
         "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
     }));
+    // 61 layers: 7 + 6 x 8 + 6 (the first and last stages carry the embedding and head)
     let moe = cfg(json!({
         "model": {"preset": "deepseek-v3"},
         "training": {"seq_len": 4096, "activation_checkpointing": "full", "attention": "flash"},
-        "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": 8, "expert_parallel_size": 8},
+        "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": 8, "expert_parallel_size": 8,
+                        "first_pipeline_stage_layers": 7, "last_pipeline_stage_layers": 6},
         "engine": {"type": "megatron", "distributed_optimizer": true},
         "hardware": {"num_gpus": 512, "gpu": "h100-80gb"}
     }));
@@ -41,6 +43,17 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate (vLLM Llama-3.1-70B FP8 TP2)", |b| {
         b.iter(|| estimate(black_box(&serving)))
     });
+    // the numeric path the plan search runs per candidate: resolved once, no report
+    for (name, config) in [
+        ("Llama-3.1-8B ZeRO-3", &training),
+        ("DeepSeek-V3 TP8 PP8 EP8", &moe),
+        ("vLLM Llama-3.1-70B FP8 TP2", &serving),
+    ] {
+        let r = calc_core::resolve::resolve(config).unwrap();
+        c.bench_function(&format!("estimate_peak ({name})"), |b| {
+            b.iter(|| calc_core::estimate_peak(black_box(&r)))
+        });
+    }
     c.bench_function("solve max micro-batch", |b| {
         b.iter(|| solve(black_box(&training), Target::MaxMicroBatch))
     });
@@ -63,6 +76,15 @@ fn benches(c: &mut Criterion) {
     };
     c.bench_function("plan (Llama-3.1-70B, 64 H100, 4M tokens)", |b| {
         b.iter(|| calc_core::plan::plan(black_box(&req)))
+    });
+    // >= 10^5 candidates: every GPU count from 16 to 256 (155 976 candidates)
+    let wide = calc_core::plan::PlanRequest {
+        num_gpus: Some(16),
+        max_gpus: Some(256),
+        ..req.clone()
+    };
+    c.bench_function("plan (Llama-3.1-70B, 16-256 H100, 4M tokens)", |b| {
+        b.iter(|| calc_core::plan::plan(black_box(&wide)))
     });
 }
 

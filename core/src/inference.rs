@@ -16,7 +16,7 @@ use crate::model::{MlpKind, ModelArch};
 use crate::placement::{Stage, rank_params, stages};
 use crate::problem::Resolved;
 use crate::report::{
-    Component, Estimate, Overheads, Phase, PhaseName, ServingEstimate, StageOutcome, assemble,
+    Component, Overheads, Phase, PhaseName, ServingEstimate, StageOutcome, assemble,
 };
 use crate::term::{Expr, Term, bytes, n};
 use crate::weights::{Storage, stage_weights};
@@ -283,7 +283,7 @@ pub(crate) fn estimate_stages(
     per_stage: fn(&InferStage) -> StageOutcome,
     non_torch: Option<Term>,
     nccl: Option<Term>,
-) -> Estimate {
+) -> crate::report::Assembly<'_> {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
     let mut warnings = r.warnings.clone();
@@ -331,7 +331,7 @@ pub(crate) fn estimate_stages(
 }
 
 /// Estimates transformers `generate` (inference engine `hf`).
-pub(crate) fn estimate_generate(r: &Resolved) -> Estimate {
+pub(crate) fn estimate_generate(r: &Resolved) -> crate::report::Assembly<'_> {
     estimate_stages(r, generate, None, None)
 }
 

@@ -65,9 +65,10 @@ pub use config::{Config, Mode, SCHEMA_VERSION};
 pub use error::FieldError;
 pub use hf::{parse_hf_config, parse_hf_config_str};
 pub use model::{ModelArch, ParamCounts};
+pub use problem::Resolved;
 pub use report::{
-    COMPONENTS, ComponentDetail, Estimate, OVERHEADS, PhaseEstimate, PhaseName, ServingEstimate,
-    StageEstimate,
+    COMPONENTS, ComponentDetail, Estimate, OVERHEADS, Peak, PhaseEstimate, PhaseName,
+    ServingEstimate, StageEstimate,
 };
 
 /// Estimates memory per GPU for a config: training (full, or LoRA fine-tuning) or inference
@@ -76,19 +77,34 @@ pub use report::{
 /// Errors: every invalid field, as [`FieldError`]s (see [`resolve::resolve`]).
 pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
     let r = resolve::resolve(config)?;
-    Ok(match config.effective_mode() {
-        Mode::Training => training::estimate_training(&r),
-        Mode::Inference => match config
+    Ok(assembly(&r).report())
+}
+
+/// The estimator of the resolved problem's mode and runtime, up to its report.
+fn assembly(r: &Resolved) -> report::Assembly<'_> {
+    match r.config.effective_mode() {
+        Mode::Training => training::estimate_training(r),
+        Mode::Inference => match r
+            .config
             .inference
             .as_ref()
             .map(|i| i.engine)
             .unwrap_or_default()
         {
-            config::InferenceEngine::Hf => inference::estimate_generate(&r),
-            config::InferenceEngine::Vllm => serving::estimate_vllm(&r),
-            config::InferenceEngine::Sglang => sglang::estimate_sglang(&r),
+            config::InferenceEngine::Hf => inference::estimate_generate(r),
+            config::InferenceEngine::Vllm => serving::estimate_vllm(r),
+            config::InferenceEngine::Sglang => sglang::estimate_sglang(r),
         },
-    })
+    }
+}
+
+/// The numbers of [`estimate`] for a resolved problem, without its report: the same
+/// estimator run in numeric mode ([`term`]'s expressions keep their values and build no
+/// formula), then only the peak, overheads and fit of the most loaded GPU. Equal to the
+/// same fields of `estimate` to the byte (`core/tests/numeric.rs`); the plan search's
+/// per-candidate path. Resolve once with [`resolve::resolve`] and vary nothing else.
+pub fn estimate_peak(r: &Resolved) -> Peak {
+    term::numeric(|| assembly(r).peak())
 }
 
 /// Parses and validates a config document without estimating.

@@ -30,7 +30,7 @@ pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
     for g in &present_groups(a) {
         if matches!(g.shape, Shape::Linear { .. }) {
             let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
-            for n in [g.name.clone(), leaf] {
+            for n in [g.name.to_string(), leaf] {
                 if !names.contains(&n) {
                     names.push(n);
                 }

@@ -8,6 +8,7 @@
 
 pub use crate::arch::{FfnKind, Mla, MlpKind, ModelArch, Moe, NormKind, VisionTower};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// Which part of the model a parameter group belongs to (for the count breakdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -77,7 +78,7 @@ impl Shape {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ParamGroup {
     /// Module name as in transformers (`q_proj`, `experts.down_proj`, `embed_tokens`).
-    pub name: String,
+    pub name: Cow<'static, str>,
     pub part: Part,
     pub shape: Shape,
     /// Identical copies (number of routed experts; 1 otherwise).
@@ -86,16 +87,23 @@ pub struct ParamGroup {
 }
 
 impl ParamGroup {
-    fn new(name: &str, part: Part, shape: Shape, tp: TpSplit) -> Self {
+    fn new(name: impl Into<Cow<'static, str>>, part: Part, shape: Shape, tp: TpSplit) -> Self {
         ParamGroup {
-            name: name.to_string(),
+            name: name.into(),
             part,
             shape,
             copies: 1,
             tp,
         }
     }
-    fn linear(name: &str, part: Part, i: u64, o: u64, bias: bool, tp: TpSplit) -> Self {
+    fn linear(
+        name: impl Into<Cow<'static, str>>,
+        part: Part,
+        i: u64,
+        o: u64,
+        bias: bool,
+        tp: TpSplit,
+    ) -> Self {
         Self::new(
             name,
             part,
@@ -374,11 +382,11 @@ impl ModelArch {
     fn mlp_groups(&self, prefix: &str, part: Part, inter: u64, copies: u64) -> Vec<ParamGroup> {
         let h = self.hidden_size;
         let (gate, up, gate_up, down) = self.mlp_names();
-        let n = |s: &str| {
+        let n = |s: &'static str| -> Cow<'static, str> {
             if prefix.is_empty() {
-                s.to_string()
+                Cow::Borrowed(s)
             } else {
-                format!("{prefix}.{s}")
+                format!("{prefix}.{s}").into()
             }
         };
         let mut g = Vec::new();
@@ -386,7 +394,7 @@ impl ModelArch {
         match self.mlp {
             MlpKind::Gated if self.fused_gate_up => {
                 g.push(ParamGroup::linear(
-                    &n(gate_up),
+                    n(gate_up),
                     part,
                     h,
                     2 * inter,
@@ -396,7 +404,7 @@ impl ModelArch {
             }
             MlpKind::Gated => {
                 g.push(ParamGroup::linear(
-                    &n(gate),
+                    n(gate),
                     part,
                     h,
                     inter,
@@ -404,7 +412,7 @@ impl ModelArch {
                     TpSplit::Column,
                 ));
                 g.push(ParamGroup::linear(
-                    &n(up),
+                    n(up),
                     part,
                     h,
                     inter,
@@ -413,7 +421,7 @@ impl ModelArch {
                 ));
             }
             MlpKind::Standard => g.push(ParamGroup::linear(
-                &n(up),
+                n(up),
                 part,
                 h,
                 inter,
@@ -422,7 +430,7 @@ impl ModelArch {
             )),
         }
         g.push(ParamGroup::linear(
-            &n(down),
+            n(down),
             part,
             inter,
             h,
@@ -437,7 +445,7 @@ impl ModelArch {
 
     fn norm_groups(&self) -> Vec<ParamGroup> {
         let bias = self.norm == NormKind::LayerNorm;
-        let names: &[&str] = match self.norms_per_layer {
+        let names: &[&'static str] = match self.norms_per_layer {
             1 => self.names().norms[0],
             4 => self.names().norms[2],
             _ => self.names().norms[1],
@@ -446,7 +454,7 @@ impl ModelArch {
             .iter()
             .map(|n| {
                 ParamGroup::new(
-                    n,
+                    *n,
                     Part::Norms,
                     Shape::Norm {
                         size: self.hidden_size,
@@ -568,7 +576,7 @@ impl ModelArch {
     /// embedding and output layer are the model's own.
     pub fn mtp_groups(&self) -> Vec<ParamGroup> {
         let h = self.hidden_size;
-        let norm = |name: &str| {
+        let norm = |name: &'static str| {
             ParamGroup::new(
                 name,
                 Part::Norms,

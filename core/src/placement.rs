@@ -123,7 +123,7 @@ impl StageGroup {
 /// Every parameter group of a pipeline stage.
 pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
     let a = &r.arch;
-    let inv = a.inventory();
+    let inv = &r.inventory;
     let mut out = Vec::new();
     let mut push = |groups: &[ParamGroup], times: u64, layer: Option<FfnKind>| {
         if times > 0 {

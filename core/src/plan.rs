@@ -286,17 +286,20 @@ struct Candidate {
     seconds: f64,
 }
 
-/// A candidate's document (as the plan hands it out), its resolved problem and estimate.
+/// A candidate's document (as the plan hands it out), its resolved problem and the
+/// numbers of its estimate.
 struct Evaluated {
     config: Config,
     resolved: crate::problem::Resolved,
-    estimate: crate::Estimate,
+    estimate: crate::Peak,
 }
 
 /// Everything a search shares.
 struct Space {
     perf: &'static crate::presets::GpuPerf,
     base: Config,
+    /// The base document resolved: its model is every candidate's.
+    model: crate::problem::Resolved,
     engines: Vec<(String, Engine)>,
     families: Vec<Family>,
     candidates: Vec<Candidate>,
@@ -447,6 +450,12 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                     } else {
                         vec![1]
                     };
+                    // micro-batches dividing the data-parallel rank's share of the batch
+                    let local = batch / dp;
+                    let mbs: Vec<u64> = divisors(local)
+                        .into_iter()
+                        .take_while(|&mb| mb <= req.max_micro_batch)
+                        .collect();
                     for &ep in &eps {
                         for &v in &vs {
                             for (ei, (_, engine)) in engines.iter().enumerate() {
@@ -502,19 +511,15 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                         engine: ei,
                                         recompute: rc,
                                     });
-                                    let local = batch / dp;
                                     let mut training = base.training.clone();
                                     training.activation_checkpointing = rc;
                                     let bytes = crate::resolve::training_bytes(&training, engine);
                                     let traffic =
                                         engine.traffic(&layout, training.precision, bytes);
-                                    for mb in divisors(local) {
-                                        if mb > req.max_micro_batch {
-                                            break;
-                                        }
+                                    for &mb in &mbs {
                                         training.micro_batch_size = mb;
                                         training.gradient_accumulation_steps = local / mb;
-                                        let step = crate::steptime::step_time(&TimeInputs {
+                                        let seconds = crate::steptime::step_seconds(&TimeInputs {
                                             arch,
                                             params,
                                             layout: &layout,
@@ -529,7 +534,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                             family,
                                             micro_batch: mb,
                                             accumulation: local / mb,
-                                            seconds: step.seconds,
+                                            seconds,
                                         });
                                     }
                                 }
@@ -544,6 +549,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     Ok(Space {
         perf,
         base,
+        model: r,
         engines,
         families,
         candidates,
@@ -612,9 +618,9 @@ impl Space {
     /// The candidate's document, resolved and estimated; `None` when validation rejects it.
     fn evaluate(&self, c: &Candidate) -> Option<Evaluated> {
         let config = self.config(c);
-        let resolved = crate::resolve::resolve(&config).ok()?;
-        // plans are training (validate_request): what `crate::estimate` runs for the mode
-        let estimate = crate::training::estimate_training(&resolved);
+        let resolved = crate::resolve::resolve_given(&config, Some(&self.model)).ok()?;
+        // the numeric path: the report's numbers without its formulas (core/tests/numeric.rs)
+        let estimate = crate::estimate_peak(&resolved);
         Some(Evaluated {
             config,
             resolved,
@@ -636,29 +642,32 @@ impl Space {
         Plan {
             rank,
             summary: self.summary(c),
-            layout: est.layout,
+            layout: e.resolved.layout,
             engine: self.engines[f.engine].0.clone(),
             recompute: f.recompute,
             micro_batch_size: c.micro_batch,
             gradient_accumulation_steps: c.accumulation,
             total_bytes: est.total_bytes,
             gpu_memory_bytes: est.gpu_memory_bytes,
-            headroom_bytes: est.gpu_memory_bytes as i64 - est.total_bytes as i64,
+            headroom_bytes: est.headroom_bytes,
             step,
             config: e.config,
         }
     }
 
-    /// Candidate indices fastest first (ties in enumeration order).
-    fn order(&self) -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..self.candidates.len()).collect();
-        idx.sort_by(|&a, &b| {
-            self.candidates[a]
-                .seconds
-                .total_cmp(&self.candidates[b].seconds)
-                .then(a.cmp(&b))
-        });
-        idx
+    /// Candidate indices fastest first (ties in enumeration order), lazily: a heap built
+    /// in linear time, popped only as far as the search goes (usually a few hundred of
+    /// 10^5 candidates).
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        use std::cmp::Reverse;
+        // step times are finite and non-negative, where the bits order as the numbers
+        let mut heap: std::collections::BinaryHeap<Reverse<(u64, usize)>> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Reverse((c.seconds.max(0.0).to_bits(), i)))
+            .collect();
+        std::iter::from_fn(move || heap.pop().map(|Reverse((_, i))| i))
     }
 
     fn result(&self, plans: Vec<Plan>, estimates: u64, pruned: u64, invalid: u64) -> PlanResult {

@@ -113,6 +113,8 @@ pub struct Resolved {
     pub config: Config,
     pub arch: ModelArch,
     pub params: ParamCounts,
+    /// `arch.inventory()`, built once per problem (every stage of every estimate reads it).
+    pub inventory: crate::model::Inventory,
     pub layout: Layout,
     pub framework: Framework,
     /// The model code: Megatron's (Megatron-LM and Megatron-DeepSpeed) or Hugging Face's;

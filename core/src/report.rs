@@ -428,7 +428,7 @@ pub(crate) fn nccl_buffers(communicators: u64) -> Term {
     )
 }
 
-fn overhead_terms(r: &Resolved, peak: u64, o: Overheads) -> [Term; 4] {
+fn overhead_terms(r: &Resolved, peak: u64, o: &Overheads) -> [Term; 4] {
     let gpu = &r.gpu;
     let ctx = gpu.cuda_context_bytes;
     let context = if ctx.is_multiple_of(MIB) {
@@ -446,8 +446,8 @@ fn overhead_terms(r: &Resolved, peak: u64, o: Overheads) -> [Term; 4] {
             gpu.name
         )
     };
-    let cublas = match o.non_torch {
-        Some(t) => t,
+    let cublas = match &o.non_torch {
+        Some(t) => t.clone(),
         None => cublas_workspace(gpu),
     };
     let fraction = r.config.overheads.allocator_reserve_fraction;
@@ -462,12 +462,50 @@ fn overhead_terms(r: &Resolved, peak: u64, o: Overheads) -> [Term; 4] {
     [
         Term::new(context, context_source),
         cublas,
-        o.nccl.unwrap_or_else(|| nccl_buffers(o.communicators)),
+        o.nccl
+            .clone()
+            .unwrap_or_else(|| nccl_buffers(o.communicators)),
         reserve,
     ]
 }
 
-/// The most loaded stage's estimate: its peak phase, the overheads, every term of the peak.
+/// The numbers of an estimate without its report (no formulas, maps or strings): what
+/// the plan search needs per candidate. Every field equals the [`Estimate`] field of the
+/// same name, which is built from this ([`crate::estimate_peak`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Peak {
+    /// Highest memory allocated by tensors on the most loaded GPU, bytes.
+    pub peak_allocated_bytes: u64,
+    /// `peak_allocated_bytes` plus the fixed overheads, bytes.
+    pub total_bytes: u64,
+    /// The GPU's capacity, bytes.
+    pub gpu_memory_bytes: u64,
+    /// `total_bytes <= gpu_memory_bytes` (and, for serving, the KV cache holds a sequence).
+    pub fits: bool,
+    /// `gpu_memory_bytes - total_bytes`.
+    pub headroom_bytes: i64,
+    /// CPU memory per node for offloaded states, bytes.
+    pub cpu_memory_bytes: u64,
+    /// NVMe space per node, bytes.
+    pub nvme_bytes: u64,
+    /// Training: the first iteration's peak ([`Estimate::first_step_peak_bytes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_step_peak_bytes: Option<u64>,
+}
+
+/// An estimator's evaluated stages before the report is built: [`Assembly::peak`] gives
+/// the numbers, [`Assembly::report`] the full estimate with every term's formula.
+pub(crate) struct Assembly<'a> {
+    r: &'a Resolved,
+    mode: Mode,
+    outcomes: Vec<StageOutcome>,
+    overheads: Overheads,
+    trainable_params: u64,
+    warnings: Vec<String>,
+}
+
+/// The estimators' common last step: collects the stages they evaluated.
 pub(crate) fn assemble(
     r: &Resolved,
     mode: Mode,
@@ -475,99 +513,169 @@ pub(crate) fn assemble(
     overheads: Overheads,
     trainable_params: u64,
     warnings: Vec<String>,
-) -> Estimate {
-    let best_index = (0..outcomes.len())
-        .max_by_key(|&i| (outcomes[i].peak(), std::cmp::Reverse(outcomes[i].stage)))
-        .unwrap_or(0);
-    let stages: Vec<StageEstimate> = outcomes
-        .iter()
-        .map(|o| {
-            let p = peak_phase(&o.phases);
-            StageEstimate {
-                stage: o.stage,
-                layers: o.layers,
-                params_on_gpu: o.params_on_gpu,
-                peak_allocated_bytes: o.phases.get(p).map_or(0, Phase::allocated),
-                peak_phase: o.phases.get(p).map_or(PhaseName::Forward, |p| p.name),
-            }
-        })
-        .collect();
-    let Some(best) = outcomes.into_iter().nth(best_index) else {
-        unreachable!("every estimator evaluates at least one stage")
-    };
-    let peak = peak_phase(&best.phases);
-    let peak_allocated_bytes = best.phases[peak].allocated();
-    let terms = overhead_terms(r, peak_allocated_bytes, overheads);
-    let mut overhead_map = IndexMap::new();
-    for (o, t) in Overhead::ALL.iter().zip(&terms) {
-        overhead_map.insert(o.name().to_string(), t.bytes());
+) -> Assembly<'_> {
+    Assembly {
+        r,
+        mode,
+        outcomes,
+        overheads,
+        trainable_params,
+        warnings,
     }
-    let total_bytes = peak_allocated_bytes + overhead_map.values().sum::<u64>();
-    let gpu_memory_bytes = r.gpu.memory_bytes;
-    let mut details: Vec<ComponentDetail> = best.phases[peak].details().collect();
-    for (o, t) in Overhead::ALL.iter().zip(&terms) {
-        if !t.is_zero() {
-            details.push(t.detail(o.name()));
+}
+
+impl Assembly<'_> {
+    /// The index of the most loaded stage (the highest peak; the first stage on ties).
+    fn best_index(&self) -> usize {
+        let o = &self.outcomes;
+        (0..o.len())
+            .max_by_key(|&i| (o[i].peak(), std::cmp::Reverse(o[i].stage)))
+            .unwrap_or(0)
+    }
+
+    /// The most loaded stage's peak, the overhead terms and the numbers.
+    fn numbers(&self, best: &StageOutcome) -> ([Term; 4], Peak) {
+        let r = self.r;
+        let peak_allocated_bytes = best
+            .phases
+            .get(peak_phase(&best.phases))
+            .map_or(0, Phase::allocated);
+        let terms = overhead_terms(r, peak_allocated_bytes, &self.overheads);
+        let total_bytes = peak_allocated_bytes + terms.iter().map(Term::bytes).sum::<u64>();
+        let gpu_memory_bytes = r.gpu.memory_bytes;
+        let serving_fits = best.serving.as_ref().is_none_or(|s| s.fits);
+        let first_step_peak_bytes = (self.mode == Mode::Training).then(|| {
+            let lazy_states = !matches!(
+                r.config.engine,
+                crate::config::Engine::Deepspeed(_) | crate::config::Engine::MegatronDeepspeed(_)
+            );
+            best.phases
+                .iter()
+                .map(|p| {
+                    let all = p.allocated();
+                    if lazy_states && p.name != PhaseName::OptimizerStep {
+                        all - p.get(Component::OptimizerStates).min(all)
+                    } else {
+                        all
+                    }
+                })
+                .max()
+                .unwrap_or(0)
+        });
+        let peak = Peak {
+            peak_allocated_bytes,
+            total_bytes,
+            gpu_memory_bytes,
+            fits: total_bytes <= gpu_memory_bytes && serving_fits,
+            headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
+            cpu_memory_bytes: best.cpu.bytes(),
+            nvme_bytes: best.nvme.bytes(),
+            first_step_peak_bytes,
+        };
+        (terms, peak)
+    }
+
+    /// The numbers of the most loaded stage's peak, without the report.
+    pub(crate) fn peak(&self) -> Peak {
+        match self.outcomes.get(self.best_index()) {
+            Some(best) => self.numbers(best).1,
+            None => unreachable!("every estimator evaluates at least one stage"),
         }
     }
-    for (name, t) in [("cpu_memory", &best.cpu), ("nvme", &best.nvme)] {
-        if !t.is_zero() {
-            details.push(t.detail(name));
-        }
-    }
-    let serving_fits = best.serving.as_ref().is_none_or(|s| s.fits);
-    let first_step_peak_bytes = (mode == Mode::Training).then(|| {
-        let lazy_states = !matches!(
-            r.config.engine,
-            crate::config::Engine::Deepspeed(_) | crate::config::Engine::MegatronDeepspeed(_)
-        );
-        best.phases
+
+    /// The most loaded stage's estimate: its peak phase, the overheads, every term of the
+    /// peak.
+    pub(crate) fn report(self) -> Estimate {
+        let best_index = self.best_index();
+        let Some(best) = self.outcomes.get(best_index) else {
+            unreachable!("every estimator evaluates at least one stage")
+        };
+        let (terms, numbers) = self.numbers(best);
+        let stages: Vec<StageEstimate> = self
+            .outcomes
             .iter()
-            .map(|p| {
-                let all = p.allocated();
-                if lazy_states && p.name != PhaseName::OptimizerStep {
-                    let states = p.estimate().components.get("optimizer_states").copied();
-                    all - states.unwrap_or(0).min(all)
-                } else {
-                    all
+            .map(|o| {
+                let p = peak_phase(&o.phases);
+                StageEstimate {
+                    stage: o.stage,
+                    layers: o.layers,
+                    params_on_gpu: o.params_on_gpu,
+                    peak_allocated_bytes: o.phases.get(p).map_or(0, Phase::allocated),
+                    peak_phase: o.phases.get(p).map_or(PhaseName::Forward, |p| p.name),
                 }
             })
-            .max()
-            .unwrap_or(0)
-    });
-    let l = &r.layout;
-    Estimate {
-        model: r.arch.clone(),
-        params: r.params.clone(),
-        layout: *l,
-        gpu: r.gpu.clone(),
-        most_loaded: if l.pipeline_parallel_size > 1 {
-            format!(
-                "pipeline stage {} of {}",
-                best.stage, l.pipeline_parallel_size
-            )
-        } else {
-            "every GPU".to_string()
-        },
-        params_on_gpu: best.params_on_gpu,
-        stages,
-        components: best.phases[peak].estimate().components,
-        peak_phase: best.phases[peak].name,
-        phases: best.phases.iter().map(Phase::estimate).collect(),
-        peak_allocated_bytes,
-        overheads: overhead_map,
-        total_bytes,
-        gpu_memory_bytes,
-        fits: total_bytes <= gpu_memory_bytes && serving_fits,
-        utilization: total_bytes as f64 / gpu_memory_bytes.max(1) as f64,
-        headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
-        cpu_memory_bytes: best.cpu.bytes(),
-        nvme_bytes: best.nvme.bytes(),
-        details,
-        warnings,
-        mode,
-        trainable_params,
-        first_step_peak_bytes,
-        serving: best.serving,
+            .collect();
+        let Assembly {
+            r,
+            mode,
+            outcomes,
+            trainable_params,
+            warnings,
+            ..
+        } = self;
+        let Some(best) = outcomes.into_iter().nth(best_index) else {
+            unreachable!("every estimator evaluates at least one stage")
+        };
+        let peak = peak_phase(&best.phases);
+        let mut overhead_map = IndexMap::new();
+        for (o, t) in Overhead::ALL.iter().zip(&terms) {
+            overhead_map.insert(o.name().to_string(), t.bytes());
+        }
+        let mut details: Vec<ComponentDetail> = best.phases[peak].details().collect();
+        for (o, t) in Overhead::ALL.iter().zip(&terms) {
+            if !t.is_zero() {
+                details.push(t.detail(o.name()));
+            }
+        }
+        for (name, t) in [("cpu_memory", &best.cpu), ("nvme", &best.nvme)] {
+            if !t.is_zero() {
+                details.push(t.detail(name));
+            }
+        }
+        let Peak {
+            peak_allocated_bytes,
+            total_bytes,
+            gpu_memory_bytes,
+            fits,
+            headroom_bytes,
+            cpu_memory_bytes,
+            nvme_bytes,
+            first_step_peak_bytes,
+        } = numbers;
+        let l = &r.layout;
+        Estimate {
+            model: r.arch.clone(),
+            params: r.params.clone(),
+            layout: *l,
+            gpu: r.gpu.clone(),
+            most_loaded: if l.pipeline_parallel_size > 1 {
+                format!(
+                    "pipeline stage {} of {}",
+                    best.stage, l.pipeline_parallel_size
+                )
+            } else {
+                "every GPU".to_string()
+            },
+            params_on_gpu: best.params_on_gpu,
+            stages,
+            components: best.phases[peak].estimate().components,
+            peak_phase: best.phases[peak].name,
+            phases: best.phases.iter().map(Phase::estimate).collect(),
+            peak_allocated_bytes,
+            overheads: overhead_map,
+            total_bytes,
+            gpu_memory_bytes,
+            fits,
+            utilization: total_bytes as f64 / gpu_memory_bytes.max(1) as f64,
+            headroom_bytes,
+            cpu_memory_bytes,
+            nvme_bytes,
+            details,
+            warnings,
+            mode,
+            trainable_params,
+            first_step_peak_bytes,
+            serving: best.serving,
+        }
     }
 }

@@ -550,6 +550,17 @@ fn check_lora(
 ///
 /// Errors: all field errors found (model, training, parallel layout, engine, hardware).
 pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
+    resolve_given(config, None)
+}
+
+/// [`resolve`] for a document whose `model` section resolved to `known` (the same section,
+/// resolved before): its architecture, parameter counts and inventory are reused instead of
+/// parsed and counted again (the plan search resolves thousands of layouts of one model).
+/// The model section's warnings are `known`'s.
+pub(crate) fn resolve_given(
+    config: &Config,
+    known: Option<&Resolved>,
+) -> Result<Resolved, Vec<FieldError>> {
     let mut warnings = Vec::new();
     let mut e = Errors::default();
     if config.schema_version != crate::config::SCHEMA_VERSION {
@@ -559,12 +570,15 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
             format!("must be {}", crate::config::SCHEMA_VERSION),
         );
     }
-    let arch = match resolve_model(&config.model.0, &mut warnings) {
-        Ok(a) => Some(a),
-        Err(errs) => {
-            e.0.extend(errs);
-            None
-        }
+    let arch = match known {
+        Some(k) => Some(k.arch.clone()),
+        None => match resolve_model(&config.model.0, &mut warnings) {
+            Ok(a) => Some(a),
+            Err(errs) => {
+                e.0.extend(errs);
+                None
+            }
+        },
     };
     check_training(config, &mut e);
     let p = &config.parallelism;
@@ -609,7 +623,10 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
     } else {
         training_bytes(t, &config.engine)
     };
-    let params = arch.param_counts();
+    let (params, inventory) = match known {
+        Some(k) => (k.params.clone(), k.inventory.clone()),
+        None => (arch.param_counts(), arch.inventory()),
+    };
     let mut config = config.clone();
     if arch.gpt_oss_blocks() {
         // transformers' gpt-oss has no SDPA path (attention sinks; GptOssPreTrainedModel
@@ -639,6 +656,7 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
     };
     Ok(Resolved {
         config,
+        inventory,
         arch,
         params,
         layout,

@@ -138,7 +138,7 @@ fn non_torch(r: &Resolved, version: crate::config::VllmVersion) -> Term {
 }
 
 /// Estimates vLLM serving (inference engine `vllm`).
-pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Estimate {
+pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
     let version = r
         .config
         .inference

@@ -93,7 +93,7 @@ fn process_group(r: &Resolved) -> Term {
 }
 
 /// Estimates SGLang serving (inference engine `sglang`).
-pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Estimate {
+pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
     // after loading: CUDA kernels and cuBLAS as vLLM 0.19 measured them on one GPU; the
     // process group in place of the NCCL buffers
     crate::inference::estimate_stages(

@@ -29,7 +29,6 @@
 //! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no
 //! recomputation) over the GPU's bf16 peak (fp32 peak for fp32 training).
 
-use crate::arch::FfnKind;
 use crate::config::{Precision, Recompute, Training};
 use crate::engines::{DpTraffic, GradReduce, HostTransfers};
 use crate::model::{ModelArch, ParamCounts};
@@ -139,7 +138,7 @@ const TERA: f64 = 1e12;
 const GIGA: f64 = 1e9;
 
 /// Per-token FLOPs and parameters of one pipeline stage.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct StageWork {
     /// Forward matmul FLOPs per token in the decoder layers (2 per active parameter).
     layer_mm: f64,
@@ -156,9 +155,16 @@ struct StageWork {
     moe_layers: u64,
 }
 
-fn stage_work(arch: &ModelArch, p: &ParamCounts, l: &Layout, s: f64, stage: u64) -> StageWork {
+/// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step).
+fn stage_work(
+    arch: &ModelArch,
+    p: &ParamCounts,
+    l: &Layout,
+    s: f64,
+    stage: u64,
+    n_moe: u64,
+) -> StageWork {
     let layers = arch.num_hidden_layers.max(1);
-    let n_moe = arch.num_moe_layers();
     let n_dense = layers - n_moe.min(layers);
     let attn = p.attention as f64 / layers as f64;
     let norms = p.norms as f64 / layers as f64;
@@ -179,34 +185,32 @@ fn stage_work(arch: &ModelArch, p: &ParamCounts, l: &Layout, s: f64, stage: u64)
     let heads = arch.num_attention_heads as f64;
     let dims = (arch.qk_head_dim() + arch.v_head_dim()) as f64;
     let (start, end) = l.stage_layers.range(stage, l.pipeline_parallel_size);
+    // per-layer sums in closed form: every dense layer, MoE layer, sliding-window layer
+    // and full-attention layer of the stage contributes the same
+    let end = end.min(layers).max(start);
+    let n = (end - start) as f64;
+    let moe = arch.moe_layers_in(start, end);
+    let sliding = arch.sliding_layers_in(start, end) as f64;
+    let (moe_f, dense_f) = (moe as f64, n - moe as f64);
+    let keys_full = (s + 1.0) / 2.0;
+    let keys_sliding = match arch.sliding_window {
+        Some(win) if (win as f64) < s => {
+            let w = win as f64;
+            w * (1.0 - w / (2.0 * s))
+        }
+        _ => keys_full,
+    };
     let mut w = StageWork {
         layers: end - start,
+        moe_layers: moe,
+        attn_hw: 2.0 * heads * dims * (sliding * keys_sliding + (n - sliding) * keys_full),
+        attn_model: 2.0 * heads * dims * s * n,
+        layer_mm: dense_f * 2.0 * (attn + dense_mlp) + moe_f * 2.0 * (attn + moe_active),
         ..Default::default()
     };
-    let (mut dense_params, mut expert_params) = (0.0, 0.0);
-    for i in start..end.min(layers) {
-        let keys_hw = match arch.sliding_window.filter(|_| arch.is_sliding(i)) {
-            Some(win) if (win as f64) < s => {
-                let w = win as f64;
-                w * (1.0 - w / (2.0 * s))
-            }
-            _ => (s + 1.0) / 2.0,
-        };
-        w.attn_hw += 2.0 * heads * dims * keys_hw;
-        w.attn_model += 2.0 * heads * dims * s;
-        match arch.ffn_kind(i) {
-            FfnKind::Dense => {
-                w.layer_mm += 2.0 * (attn + dense_mlp);
-                dense_params += attn + dense_mlp + norms;
-            }
-            FfnKind::Moe => {
-                w.moe_layers += 1;
-                w.layer_mm += 2.0 * (attn + moe_active);
-                dense_params += attn + moe_dense_part + norms;
-                expert_params += moe_experts;
-            }
-        }
-    }
+    let mut dense_params =
+        dense_f * (attn + dense_mlp + norms) + moe_f * (attn + moe_dense_part + norms);
+    let expert_params = moe_f * moe_experts;
     let pp = l.pipeline_parallel_size;
     let head = (arch.vocab_size * arch.hidden_size) as f64;
     if stage == 0 {
@@ -266,9 +270,23 @@ fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
     }
 }
 
-/// Step time of one layout (see the module docs for every term and its source). Pure
-/// arithmetic on positive inputs; never NaN (zero rates give zero-time terms).
-pub fn step_time(t: &TimeInputs) -> StepTime {
+/// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
+struct Numbers {
+    values: [f64; TIME_TERMS.len()],
+    /// Model FLOPs per token (MFU convention), summed over the stages.
+    flops_per_token: f64,
+    global_tokens: f64,
+    gpus: f64,
+    bf16_rate: f64,
+}
+
+impl Numbers {
+    fn seconds(&self) -> f64 {
+        self.values.iter().sum()
+    }
+}
+
+fn numbers(t: &TimeInputs) -> Numbers {
     let (arch, l, tr) = (t.arch, t.layout, t.training);
     let eff = t.assumptions.compute_efficiency.clamp(0.01, 1.0);
     let attn_eff = t
@@ -312,9 +330,20 @@ pub fn step_time(t: &TimeInputs) -> StepTime {
 
     let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
     let mut model_flops_token = 0.0;
+    let n_moe = arch.num_moe_layers();
+    // the stage last timed: the middle stages of a pipeline are usually alike
+    let mut last: Option<(StageWork, f64, f64, [f64; 4])> = None;
     for stage in 0..pp {
-        let w = stage_work(arch, t.params, l, s, stage);
+        let w = stage_work(arch, t.params, l, s, stage, n_moe);
         model_flops_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
+        if let Some((prev, per_mb, compute, rest)) = last
+            && prev == w
+        {
+            if per_mb >= slowest.0 {
+                slowest = (per_mb, compute, rest, w);
+            }
+            continue;
+        }
         let per_gpu = tokens / tp as f64;
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
         let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
@@ -375,8 +404,10 @@ pub fn step_time(t: &TimeInputs) -> StepTime {
             0.0
         };
         let per_mb = fwd + bwd + recompute + tp_time + cp_time + ep_time;
+        let rest = [recompute, tp_time, cp_time, ep_time];
+        last = Some((w, per_mb, fwd + bwd, rest));
         if per_mb >= slowest.0 {
-            slowest = (per_mb, fwd + bwd, [recompute, tp_time, cp_time, ep_time], w);
+            slowest = (per_mb, fwd + bwd, rest, w);
         }
     }
     let (t_mb, t_compute_mb, [t_rc, t_tp, t_cp, t_ep], w) = slowest;
@@ -468,10 +499,31 @@ pub fn step_time(t: &TimeInputs) -> StepTime {
         host,
         optimizer,
     ];
-    let seconds: f64 = values.iter().sum();
+    Numbers {
+        values,
+        // summed over the stages: every layer once, and the head
+        flops_per_token: model_flops_token,
+        global_tokens: b * s * m * l.data_parallel_size as f64,
+        gpus: l.num_gpus.max(1) as f64,
+        bf16_rate,
+    }
+}
+
+/// Seconds per optimizer step of one layout: [`step_time`]'s `seconds`, without building
+/// its report (the plan search times every candidate with this).
+pub fn step_seconds(t: &TimeInputs) -> f64 {
+    numbers(t).seconds()
+}
+
+/// Step time of one layout (see the module docs for every term and its source). Pure
+/// arithmetic on positive inputs; never NaN (zero rates give zero-time terms).
+pub fn step_time(t: &TimeInputs) -> StepTime {
+    let n = numbers(t);
+    let seconds = n.seconds();
+    let compute = n.values[0];
     let terms = TIME_TERMS
         .iter()
-        .zip(values)
+        .zip(n.values)
         .map(|((name, _), seconds)| TimeTerm {
             name: (*name).to_string(),
             seconds,
@@ -484,15 +536,12 @@ pub fn step_time(t: &TimeInputs) -> StepTime {
         .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .filter(|t| t.seconds > 0.1 * compute)
         .map_or("compute".to_string(), |t| t.name.clone());
-    let gpus = l.num_gpus.max(1) as f64;
-    let global_tokens = b * s * m * l.data_parallel_size as f64;
     let (tps, mfu, tflops) = if seconds > 0.0 {
-        // summed over the stages: every layer once, and the head
-        let flops = model_flops_token * global_tokens;
+        let flops = n.flops_per_token * n.global_tokens;
         (
-            global_tokens / seconds / gpus,
-            flops / seconds / gpus / bf16_rate,
-            flops / seconds / gpus / TERA,
+            n.global_tokens / seconds / n.gpus,
+            flops / seconds / n.gpus / n.bf16_rate,
+            flops / seconds / n.gpus / TERA,
         )
     } else {
         (0.0, 0.0, 0.0)

@@ -37,6 +37,13 @@ pub enum Value {
 fn gcd(mut a: i128, mut b: i128) -> i128 {
     a = a.abs();
     b = b.abs();
+    // nearly every value fits 64 bits, where division is a single instruction
+    if let (Ok(mut x), Ok(mut y)) = (u64::try_from(a), u64::try_from(b)) {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        return i128::from(x.max(1));
+    }
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -48,8 +55,14 @@ impl Value {
         if d == 0 {
             return Value::Float(f64::NAN);
         }
+        if d == 1 {
+            return Value::Exact(n, 1);
+        }
         let (n, d) = if d < 0 { (-n, -d) } else { (n, d) };
         let g = gcd(n, d);
+        if let (Ok(n), Ok(d), Ok(g)) = (i64::try_from(n), i64::try_from(d), i64::try_from(g)) {
+            return Value::Exact(i128::from(n / g), i128::from(d / g));
+        }
         Value::Exact(n / g, d / g)
     }
     /// The value as an `f64`.
@@ -66,6 +79,12 @@ impl Value {
         }
     }
     fn add(self, o: Value) -> Value {
+        // whole numbers (nearly every value): no common denominator to find
+        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o)
+            && let Some(s) = a.checked_add(c)
+        {
+            return Value::Exact(s, 1);
+        }
         self.exact2(o)
             .and_then(|(a, b, c, d)| {
                 let n = a.checked_mul(d)?.checked_add(c.checked_mul(b)?)?;
@@ -83,6 +102,11 @@ impl Value {
         }
     }
     fn mul(self, o: Value) -> Value {
+        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o)
+            && let Some(p) = a.checked_mul(c)
+        {
+            return Value::Exact(p, 1);
+        }
         self.exact2(o)
             .and_then(|(a, b, c, d)| {
                 let (g1, g2) = (gcd(a, d), gcd(c, b));
@@ -150,7 +174,10 @@ impl Value {
 
 #[derive(Debug, Clone)]
 enum Node {
-    Num { float: bool, label: Label },
+    Num {
+        float: bool,
+        label: Label,
+    },
     Sum(Vec<Expr>),
     Prod(Vec<Expr>),
     Sub(Box<Expr>, Box<Expr>),
@@ -160,6 +187,40 @@ enum Node {
     Max(Vec<Expr>),
     Min(Vec<Expr>),
     Group(Box<Expr>, Label),
+    /// A composite built in numeric mode ([`numeric`]): its value only, no formula.
+    Elided,
+}
+
+thread_local! {
+    /// Set while [`numeric`] runs: composite expressions keep their value and drop their
+    /// structure (no vectors, boxes or strings are built).
+    static NUMERIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `true` inside [`numeric`].
+pub(crate) fn is_numeric() -> bool {
+    NUMERIC.with(|c| c.get())
+}
+
+/// Runs `f` in numeric mode: every expression built inside computes its value exactly as
+/// outside (the same [`Value`] arithmetic in the same order) but keeps no formula, so
+/// nothing is allocated for it; [`Expr::render`] of such an expression is empty. This is
+/// the plan search's fast path ([`crate::estimate_peak`]); the full report is built only for
+/// the plan a user opens.
+///
+/// Values are the same because exact rationals are associative (a product or sum of
+/// composites folds the same whether or not the children are flattened), and a float
+/// factor (a user's fraction) only ever ends a product, whose fold order is then the same
+/// either way; `core/tests/numeric.rs` checks every preset x engine x mode to the byte.
+pub(crate) fn numeric<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            NUMERIC.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(NUMERIC.with(|c| c.replace(true)));
+    f()
 }
 
 /// An arithmetic expression over labelled numbers; its value is computed as it is built.
@@ -201,6 +262,12 @@ impl Expr {
     pub fn zero() -> Expr {
         n(0, "")
     }
+    fn elided(value: Value) -> Expr {
+        Expr {
+            value,
+            node: Node::Elided,
+        }
+    }
     /// The value.
     pub fn value(&self) -> Value {
         self.value
@@ -215,6 +282,23 @@ impl Expr {
     }
     /// The sum of `terms`; zero-valued terms are left out of the formula.
     pub fn sum(terms: impl IntoIterator<Item = Expr>) -> Expr {
+        if is_numeric() {
+            let (mut value, mut count) = (Value::Exact(0, 1), 0);
+            let mut only = None;
+            for t in terms {
+                if t.is_zero() {
+                    continue;
+                }
+                value = value.add(t.value);
+                count += 1;
+                only = Some(t);
+            }
+            return match (count, only) {
+                (0, _) | (_, None) => Expr::zero(),
+                (1, Some(t)) => t,
+                _ => Expr::elided(value),
+            };
+        }
         let mut parts = Vec::new();
         for t in terms {
             if t.is_zero() {
@@ -236,6 +320,22 @@ impl Expr {
     }
     /// The product of `factors`, evaluated left to right.
     pub fn product(factors: impl IntoIterator<Item = Expr>) -> Expr {
+        if is_numeric() {
+            let mut value: Option<Value> = None;
+            let mut count = 0;
+            let mut only = None;
+            for t in factors {
+                value = Some(value.map_or(t.value, |a| a.mul(t.value)));
+                count += 1;
+                only = Some(t);
+            }
+            return match (count, value, only) {
+                (0, ..) => n(1, ""),
+                (1, _, Some(t)) => t,
+                (_, Some(v), _) => Expr::elided(v),
+                _ => Expr::zero(),
+            };
+        }
         let mut parts = Vec::new();
         for t in factors {
             match t.node {
@@ -260,6 +360,9 @@ impl Expr {
         if other.is_zero() {
             return self;
         }
+        if is_numeric() {
+            return Expr::elided(self.value.sub(other.value));
+        }
         Expr {
             value: self.value.sub(other.value),
             node: Node::Sub(Box::new(self), Box::new(other)),
@@ -267,6 +370,13 @@ impl Expr {
     }
     /// `self / d` (exact).
     pub fn over(self, d: Expr) -> Expr {
+        if is_numeric() {
+            // a quotient by 1 is its dividend, as `rounded` writes it
+            if d.value == Value::Exact(1, 1) {
+                return self;
+            }
+            return Expr::elided(self.value.div(d.value));
+        }
         Expr {
             value: self.value.div(d.value),
             node: Node::Div(Box::new(self), Box::new(d)),
@@ -294,6 +404,9 @@ impl Expr {
         if matches!(q.value, Value::Exact(_, 1)) {
             return q;
         }
+        if is_numeric() {
+            return Expr::elided(round(q.value));
+        }
         Expr {
             value: round(q.value),
             node: node(Box::new(q)),
@@ -311,6 +424,9 @@ impl Expr {
         let value = terms.iter().skip(1).fold(terms[0].value, |a, t| {
             if t.value.cmp(a) == want { t.value } else { a }
         });
+        if is_numeric() {
+            return Expr::elided(value);
+        }
         Expr {
             value,
             node: if max {
@@ -330,6 +446,9 @@ impl Expr {
     }
     /// `(self) label`: names a sub-expression.
     pub fn label(self, label: impl Into<Label>) -> Expr {
+        if is_numeric() {
+            return self;
+        }
         Expr {
             value: self.value,
             node: Node::Group(Box::new(self), label.into()),
@@ -440,6 +559,7 @@ impl Expr {
                     out.push_str(label);
                 }
             }
+            Node::Elided => {}
         }
     }
     /// The formula, numbers substituted (grammar in the module docs).
@@ -453,6 +573,14 @@ impl Expr {
 impl std::ops::Add for Expr {
     type Output = Expr;
     fn add(self, o: Expr) -> Expr {
+        if is_numeric() {
+            // as `sum`: a zero operand drops out
+            return match (self.is_zero(), o.is_zero()) {
+                (_, true) => self,
+                (true, false) => o,
+                _ => Expr::elided(self.value.add(o.value)),
+            };
+        }
         Expr::sum([self, o])
     }
 }
@@ -467,6 +595,9 @@ impl std::ops::Sub for Expr {
 impl std::ops::Mul for Expr {
     type Output = Expr;
     fn mul(self, o: Expr) -> Expr {
+        if is_numeric() {
+            return Expr::elided(self.value.mul(o.value));
+        }
         Expr::product([self, o])
     }
 }
@@ -515,6 +646,7 @@ impl std::ops::Add for Term {
         let source = match (self.is_zero(), o.is_zero()) {
             (_, true) => self.source,
             (true, false) => o.source,
+            _ if is_numeric() => self.source,
             _ if self.source == o.source => self.source,
             _ => format!("{}; {}", self.source, o.source).into(),
         };

@@ -29,12 +29,12 @@ use crate::model::{FfnKind, NormKind, Shape};
 use crate::placement::{RankParams, Stage, rank_params, stage_groups, stages};
 use crate::precision::StateBytes;
 use crate::problem::Resolved;
-use crate::report::{Component, Estimate, Overheads, Phase, PhaseName, StageOutcome, assemble};
+use crate::report::{Component, Overheads, Phase, PhaseName, StageOutcome, assemble};
 use crate::term::{Expr, Term, bytes, n};
 use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 
 /// Estimates a validated training problem.
-pub(crate) fn estimate_training(r: &Resolved) -> Estimate {
+pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
     let outcomes: Vec<StageOutcome> = stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
     let t = &r.config.training;
     let mut warnings = r.warnings.clone();

@@ -320,3 +320,52 @@ fn plan_requests_are_checked() {
     req.global_batch_tokens = Some(4_000_000);
     assert_eq!(plan(&req).unwrap().global_batch_sequences, 488);
 }
+
+/// The closed-form layer counts step time uses equal the per-layer rules they replace, on
+/// every preset (DeepSeek's first dense layers, Qwen's sparse step, sliding windows) and on
+/// a Qwen MoE with every other layer sparse and a repeated `mlp_only_layers` entry, over
+/// every range of layers.
+#[test]
+fn closed_form_layer_counts_equal_the_per_layer_rules() {
+    use calc_core::arch::FfnKind;
+    let mut archs: Vec<calc_core::ModelArch> = calc_core::presets::model_presets()
+        .iter()
+        .map(|p| {
+            let spec = calc_core::config::ModelSpec::preset(&p.id);
+            calc_core::resolve::resolve_model(&spec.0, &mut Vec::new()).unwrap()
+        })
+        .collect();
+    let mut odd = archs
+        .iter()
+        .find(|a| a.moe.as_ref().is_some_and(|m| m.qwen_layer_rule))
+        .expect("a Qwen MoE preset")
+        .clone();
+    if let Some(m) = &mut odd.moe {
+        m.moe_layer_freq = 2;
+        m.mlp_only_layers = vec![1, 3, 3, 4, 7];
+    }
+    archs.push(odd);
+    for a in &archs {
+        let layers = a.num_hidden_layers;
+        for start in 0..=layers {
+            for end in start..=layers {
+                let moe = (start..end)
+                    .filter(|&i| a.ffn_kind(i) == FfnKind::Moe)
+                    .count() as u64;
+                let sliding = (start..end).filter(|&i| a.is_sliding(i)).count() as u64;
+                assert_eq!(
+                    a.moe_layers_in(start, end),
+                    moe,
+                    "{} {start}..{end}",
+                    a.model_type
+                );
+                assert_eq!(
+                    a.sliding_layers_in(start, end),
+                    sliding,
+                    "{} {start}..{end}",
+                    a.model_type
+                );
+            }
+        }
+    }
+}

@@ -456,6 +456,52 @@ test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', asyn
   await phone.close();
 });
 
+test('plan search: ranked layouts, sortable, the form\'s layout placed, use this plan', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  await page.selectOption('#model-preset', 'llama-3.1-70b');
+  await page.locator('#model-info', { hasText: 'Llama-3.1-70B' }).waitFor();
+  await page.locator('#plan summary').click();
+  // 70B with full-precision Adam states on the form's 8 GPUs: nothing fits (16 B/param x 70.6B
+  // / 8 GPUs = 141 GB of states alone, even fully sharded)
+  await page.locator('#plan-message', { hasText: 'no layout of the' }).waitFor({ timeout: 30000 });
+  await page.fill('#plan-gpus', '64');
+  await page.locator('#plan-table tbody tr').nth(9).waitFor({ timeout: 30000 });
+  assert.equal(await page.locator('#plan-table tbody tr').count(), 10);
+  const column = async (i) => (await page.locator(`#plan-table tbody tr td:nth-child(${i})`).allTextContents()).map(parseFloat);
+  // ranked by step time: ranks 1..10, step times ascending, every plan leaves >= 5 % of 80 GiB
+  assert.deepEqual(await column(1), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const steps = await column(5);
+  assert.deepEqual(steps, [...steps].sort((a, b) => a - b));
+  for (const h of await column(4)) assert.ok(h >= 0.05 * 79.2, `headroom ${h} GiB`);
+  // the form's own layout (DP 8 on 8 GPUs, which does not fit) is placed among them
+  assert.match(await page.locator('#plan-current').textContent(), /Your layout \(TP 1, PP 1, DP 8.*does not fit/);
+  // sorting by memory per GPU, then back
+  await page.locator('#plan-table button.sort[data-column="GiB/GPU"]').click();
+  const mem = await column(3);
+  assert.deepEqual(mem, [...mem].sort((a, b) => a - b));
+  assert.equal(await page.locator('#plan-table th[aria-sort="ascending"] button').textContent(), 'GiB/GPU');
+  await page.locator('#plan-table button.sort[data-column="GiB/GPU"]').click();
+  const memDown = await column(3);
+  assert.deepEqual(memDown, [...memDown].sort((a, b) => b - a));
+  await page.locator('#plan-table button.sort[data-column="#"]').click();
+  // use the fastest plan: the form takes its layout and the plan panel ranks it first
+  const first = page.locator('#plan-table tbody tr[data-rank="1"]');
+  const summary = await first.locator('.plan-summary').textContent();
+  await first.locator('button.use-plan').click();
+  await page.locator('#status', { hasText: `Loaded plan 1: ${summary}` }).waitFor();
+  assert.equal(await page.locator('#hardware-num_gpus').inputValue(), '64');
+  await page.locator('#plan-current', { hasText: 'it would rank 1 of the 10 listed' }).waitFor({ timeout: 30000 });
+  assert.doesNotMatch(await page.locator('#plan-current').textContent(), /does not fit/);
+  await page.locator('#verdict', { hasText: 'Fits' }).waitFor();
+  await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan.png') });
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'no sideways scroll on a phone');
+  await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan-phone.png') });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('offline: after one visit the app loads with the server gone', async () => {
   const port = PORT + 1;
   const origin = `http://127.0.0.1:${port}`;

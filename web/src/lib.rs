@@ -9,6 +9,7 @@ pub mod accuracy;
 pub mod chart;
 pub mod doc;
 pub mod hf_import;
+pub mod plan;
 pub mod state;
 
 use calc_core::fields::{self, Context, Field, Kind, SECTIONS, Task};
@@ -255,7 +256,8 @@ pub fn App() -> impl IntoView {
                         .and_then(|c| calc_core::export::gpu_fits(c).ok())
                         .map(|f| chart::render_fits_svg(&f, (720, 340)))
                         .unwrap_or_default())></div>
-                                <Solvers parsed=settled />
+                <Solvers parsed=settled />
+                <plan::PlanPanel settled=settled last_good=last_good doc=doc revision=revision status=status />
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
                 <Import doc=doc revision=revision status=status />

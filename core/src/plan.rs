@@ -545,7 +545,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
             }
         }
     }
-    let capacity_limit = (r.gpu.memory_bytes as f64 * (1.0 - req.min_headroom)) as u64;
+    let capacity_limit = capacity_limit(r.gpu.memory_bytes, req.min_headroom);
     Ok(Space {
         perf,
         base,
@@ -694,6 +694,12 @@ impl Space {
             message,
         }
     }
+}
+
+/// The most a plan may need on a GPU of `gpu_memory_bytes` that must keep `min_headroom`
+/// (a fraction) free, bytes: a plan fits when its `total_bytes` is at most this.
+pub fn capacity_limit(gpu_memory_bytes: u64, min_headroom: f64) -> u64 {
+    (gpu_memory_bytes as f64 * (1.0 - min_headroom)) as u64
 }
 
 /// Searches the fastest plans that fit (see the module docs). Errors: the request's field

@@ -556,7 +556,8 @@ pub fn resolve(config: &Config) -> Result<Resolved, Vec<FieldError>> {
 /// [`resolve`] for a document whose `model` section resolved to `known` (the same section,
 /// resolved before): its architecture, parameter counts and inventory are reused instead of
 /// parsed and counted again (the plan search resolves thousands of layouts of one model).
-/// The model section's warnings are `known`'s.
+/// The model section's warnings (given when `known` was resolved) are not repeated in the
+/// result's `warnings`.
 pub(crate) fn resolve_given(
     config: &Config,
     known: Option<&Resolved>,

@@ -270,6 +270,10 @@ fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
     }
 }
 
+/// One micro-batch on a stage, seconds: (all of it, forward + backward compute,
+/// [recomputation, TP, CP, EP]).
+type StageTime = (f64, f64, [f64; 4]);
+
 /// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
 struct Numbers {
     values: [f64; TIME_TERMS.len()],
@@ -328,22 +332,7 @@ fn numbers(t: &TimeInputs) -> Numbers {
     let ep_bw = link(t.perf, l, ep, l.expert_tensor_parallel_size.max(1));
     let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
 
-    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
-    let mut model_flops_token = 0.0;
-    let n_moe = arch.num_moe_layers();
-    // the stage last timed: the middle stages of a pipeline are usually alike
-    let mut last: Option<(StageWork, f64, f64, [f64; 4])> = None;
-    for stage in 0..pp {
-        let w = stage_work(arch, t.params, l, s, stage, n_moe);
-        model_flops_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
-        if let Some((prev, per_mb, compute, rest)) = last
-            && prev == w
-        {
-            if per_mb >= slowest.0 {
-                slowest = (per_mb, compute, rest, w);
-            }
-            continue;
-        }
+    let time_stage = |w: &StageWork| -> StageTime {
         let per_gpu = tokens / tp as f64;
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
         let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
@@ -404,10 +393,23 @@ fn numbers(t: &TimeInputs) -> Numbers {
             0.0
         };
         let per_mb = fwd + bwd + recompute + tp_time + cp_time + ep_time;
-        let rest = [recompute, tp_time, cp_time, ep_time];
-        last = Some((w, per_mb, fwd + bwd, rest));
+        (per_mb, fwd + bwd, [recompute, tp_time, cp_time, ep_time])
+    };
+    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
+    let mut model_flops_token = 0.0;
+    let n_moe = arch.num_moe_layers();
+    // the stage last timed: the middle stages of a pipeline are usually alike
+    let mut last: Option<(StageWork, StageTime)> = None;
+    for stage in 0..pp {
+        let w = stage_work(arch, t.params, l, s, stage, n_moe);
+        model_flops_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
+        let (per_mb, compute, rest) = match last {
+            Some((prev, timed)) if prev == w => timed,
+            _ => time_stage(&w),
+        };
+        last = Some((w, (per_mb, compute, rest)));
         if per_mb >= slowest.0 {
-            slowest = (per_mb, fwd + bwd, rest, w);
+            slowest = (per_mb, compute, rest, w);
         }
     }
     let (t_mb, t_compute_mb, [t_rc, t_tp, t_cp, t_ep], w) = slowest;

@@ -283,21 +283,8 @@ impl Expr {
     /// The sum of `terms`; zero-valued terms are left out of the formula.
     pub fn sum(terms: impl IntoIterator<Item = Expr>) -> Expr {
         if is_numeric() {
-            let (mut value, mut count) = (Value::Exact(0, 1), 0);
-            let mut only = None;
-            for t in terms {
-                if t.is_zero() {
-                    continue;
-                }
-                value = value.add(t.value);
-                count += 1;
-                only = Some(t);
-            }
-            return match (count, only) {
-                (0, _) | (_, None) => Expr::zero(),
-                (1, Some(t)) => t,
-                _ => Expr::elided(value),
-            };
+            // `+` in numeric mode: zero terms drop out, the value folds left to right
+            return terms.into_iter().fold(Expr::zero(), |a, t| a + t);
         }
         let mut parts = Vec::new();
         for t in terms {
@@ -321,20 +308,11 @@ impl Expr {
     /// The product of `factors`, evaluated left to right.
     pub fn product(factors: impl IntoIterator<Item = Expr>) -> Expr {
         if is_numeric() {
-            let mut value: Option<Value> = None;
-            let mut count = 0;
-            let mut only = None;
-            for t in factors {
-                value = Some(value.map_or(t.value, |a| a.mul(t.value)));
-                count += 1;
-                only = Some(t);
-            }
-            return match (count, value, only) {
-                (0, ..) => n(1, ""),
-                (1, _, Some(t)) => t,
-                (_, Some(v), _) => Expr::elided(v),
-                _ => Expr::zero(),
-            };
+            // `×` in numeric mode: the value folds left to right
+            return factors
+                .into_iter()
+                .reduce(|a, t| a * t)
+                .unwrap_or_else(|| n(1, ""));
         }
         let mut parts = Vec::new();
         for t in factors {

@@ -63,11 +63,10 @@ fn request(config: &Config, asked: &Asked, batch: u64) -> Result<PlanRequest, St
     let min_headroom = if headroom.is_empty() {
         PlanRequest::default().min_headroom
     } else {
+        // calc_core validates the fraction (`min_headroom`)
         headroom
             .parse::<f64>()
-            .ok()
-            .filter(|h| (0.0..=90.0).contains(h))
-            .ok_or_else(|| format!("headroom: {headroom:?} must be a percentage from 0 to 90"))?
+            .map_err(|_| format!("headroom: {headroom:?} must be a percentage"))?
             / 100.0
     };
     let tokens = count(&asked.batch_tokens, "global batch")?;
@@ -92,7 +91,7 @@ fn current_rank(config: &Config, e: &Estimate, r: &PlanResult, min_headroom: f64
     let Ok(step) = calc_core::steptime::step_time_of(&resolved, Default::default()) else {
         return String::new();
     };
-    let fits = e.total_bytes as f64 <= e.gpu_memory_bytes as f64 * (1.0 - min_headroom);
+    let fits = e.total_bytes <= calc_core::plan::capacity_limit(e.gpu_memory_bytes, min_headroom);
     let faster = r
         .plans
         .iter()

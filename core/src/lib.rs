@@ -54,6 +54,7 @@ pub mod resolve;
 pub mod seed;
 pub mod serving;
 pub mod sglang;
+pub(crate) mod shapes;
 pub mod solve;
 pub mod steptime;
 pub mod term;
@@ -77,7 +78,12 @@ pub use report::{
 /// Errors: every invalid field, as [`FieldError`]s (see [`resolve::resolve`]).
 pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
     let r = resolve::resolve(config)?;
-    Ok(assembly(&r).report())
+    Ok(report_of(&r))
+}
+
+/// The full report of a resolved problem: what [`estimate`] returns after resolving.
+pub(crate) fn report_of(r: &Resolved) -> Estimate {
+    assembly(r).report()
 }
 
 /// The estimator of the resolved problem's mode and runtime, up to its report.

@@ -26,6 +26,7 @@ use crate::config::{
 };
 use crate::error::{Errors, FieldError};
 use crate::problem::Layout;
+use crate::shapes::{divisors, tensor_size_ok, uneven_split};
 use crate::steptime::{StepTime, TimeAssumptions, TimeInputs};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -237,17 +238,6 @@ fn engine_variants(kind: &str, offload: bool) -> Vec<(String, Engine)> {
     v
 }
 
-fn divisors(n: u64) -> Vec<u64> {
-    let mut d: Vec<u64> = (1..=n.min(1 << 20))
-        .take_while(|i| i * i <= n)
-        .filter(|i| n.is_multiple_of(*i))
-        .flat_map(|i| [i, n / i])
-        .collect();
-    d.sort_unstable();
-    d.dedup();
-    d
-}
-
 /// GPU counts from `min` to `max`: powers of two below a node, then whole nodes.
 fn gpu_counts(min: u64, max: u64, per_node: u64) -> Vec<u64> {
     let mut v = vec![min];
@@ -417,10 +407,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     let mut candidates = Vec::new();
     for n in gpu_counts(n_min, n_max, per_node) {
         for tp in divisors(n) {
-            if tp > per_node
-                || !arch.num_attention_heads.is_multiple_of(tp)
-                || !arch.num_key_value_heads.is_multiple_of(tp)
-            {
+            if !tensor_size_ok(arch, tp, per_node, false) {
                 continue;
             }
             for pp in divisors(n / tp) {
@@ -471,12 +458,9 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                 }
                                 let mut p = crate::config::Parallelism::default();
                                 if !even {
-                                    // the first and last stages share what the middle
-                                    // stages (ceil(L / pp) each) leave
-                                    let middle = layers.div_ceil(pp);
-                                    let ends = layers.saturating_sub((pp - 2) * middle);
-                                    p.first_pipeline_stage_layers = Some(ends / 2);
-                                    p.last_pipeline_stage_layers = Some(ends - ends / 2);
+                                    let (first, last) = uneven_split(layers, pp);
+                                    p.first_pipeline_stage_layers = Some(first);
+                                    p.last_pipeline_stage_layers = Some(last);
                                 }
                                 let mut se = Errors::default();
                                 let stage_layers =
@@ -591,19 +575,7 @@ impl Space {
     fn summary(&self, c: &Candidate) -> String {
         let f = &self.families[c.family];
         let l = &f.layout;
-        let mut parts = vec![self.engines[f.engine].0.clone()];
-        for (k, v) in [
-            ("TP", l.tensor_parallel_size),
-            ("PP", l.pipeline_parallel_size),
-            ("VP", l.virtual_pipeline_parallel_size),
-            ("CP", l.context_parallel_size),
-            ("EP", l.expert_parallel_size),
-        ] {
-            if v > 1 {
-                parts.push(format!("{k} {v}"));
-            }
-        }
-        parts.push(format!("DP {}", l.data_parallel_size));
+        let mut parts = vec![self.engines[f.engine].0.clone(), l.describe()];
         parts.push(match f.recompute {
             Recompute::None => "no recomputation".into(),
             r => format!("{} recomputation", r.label()),

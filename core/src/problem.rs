@@ -73,6 +73,29 @@ impl Layout {
     pub fn gpus_on_node(&self) -> u64 {
         self.num_gpus.min(self.gpus_per_node)
     }
+    /// The model-parallel sizes above 1, as the field writes them: "TP 8, PP 2" (empty for
+    /// data parallelism alone).
+    pub fn describe_model_parallel(&self) -> String {
+        [
+            ("TP", self.tensor_parallel_size),
+            ("PP", self.pipeline_parallel_size),
+            ("VP", self.virtual_pipeline_parallel_size),
+            ("CP", self.context_parallel_size),
+            ("EP", self.expert_parallel_size),
+        ]
+        .iter()
+        .filter(|(_, v)| *v > 1)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+    /// [`Layout::describe_model_parallel`] and the data-parallel size: "TP 8, PP 2, DP 4".
+    pub fn describe(&self) -> String {
+        match self.describe_model_parallel() {
+            m if m.is_empty() => format!("DP {}", self.data_parallel_size),
+            m => format!("{m}, DP {}", self.data_parallel_size),
+        }
+    }
 }
 
 /// How the decoder layers are split over the pipeline stages.

@@ -333,16 +333,64 @@ fn fits(v: &Value) -> bool {
         .fits
 }
 
+/// Every parallel layout of `n` GPUs as a `parallelism` section: tensor x pipeline x
+/// context parallel sizes (tensor inside an 8-GPU node) dividing `n`, expert parallel
+/// dividing the experts, and, where the pipeline does not divide the layers, the uneven
+/// split the solvers use (middle stages ceil(L / pp), the first and last share the rest,
+/// the first the smaller half). Layouts the config validation rejects are left out by the
+/// callers (an estimate error).
+fn layouts(n: u64, layers: u64, experts: u64) -> Vec<Value> {
+    let div = |x: u64| (1..=x).filter(move |d| x.is_multiple_of(*d));
+    let mut v = Vec::new();
+    for tp in div(n).filter(|t| *t <= 8) {
+        for pp in div(n / tp).filter(|p| *p <= layers) {
+            for cp in div(n / tp / pp) {
+                for ep in div(experts) {
+                    let mut p = json!({"tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                       "context_parallel_size": cp, "expert_parallel_size": ep,
+                                       "sequence_parallel": tp > 1});
+                    if !layers.is_multiple_of(pp) {
+                        let middle = layers.div_ceil(pp);
+                        let ends = layers - (pp - 2) * middle;
+                        p["first_pipeline_stage_layers"] = json!(ends / 2);
+                        p["last_pipeline_stage_layers"] = json!(ends - ends / 2);
+                    }
+                    v.push(p);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Whether `base` with `parallelism` on `n` GPUs and `edit` applied fits; `None` when the
+/// config does not validate (the layout is not one the engine runs).
+fn fits_with(base: &Value, parallelism: &Value, n: u64, edit: impl Fn(&mut Value)) -> Option<bool> {
+    let mut c = base.clone();
+    c["parallelism"] = parallelism.clone();
+    c["hardware"]["num_gpus"] = json!(n);
+    edit(&mut c);
+    let c = Config::from_value(c).ok()?;
+    estimate(&c).ok().map(|e| e.fits)
+}
+
 #[test]
 fn max_micro_batch_matches_brute_force() {
-    for (model, seq, engine) in [
+    for (model, seq, engine, layers) in [
         (
             "llama-3.1-8b",
             2048,
             json!({"type": "deepspeed", "zero_stage": 3}),
+            32,
         ),
-        ("qwen2.5-7b", 4096, json!({"type": "fsdp"})),
-        ("gpt2-xl", 1024, json!({"type": "ddp"})),
+        ("qwen2.5-7b", 4096, json!({"type": "fsdp"}), 28),
+        ("gpt2-xl", 1024, json!({"type": "ddp"}), 48),
+        (
+            "llama-3.1-8b",
+            8192,
+            json!({"type": "megatron", "distributed_optimizer": true}),
+            32,
+        ),
     ] {
         let base = json!({"model": {"preset": model}, "training": {"seq_len": seq, "activation_checkpointing": "none"},
                           "engine": engine, "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}});
@@ -351,14 +399,37 @@ fn max_micro_batch_matches_brute_force() {
             Target::MaxMicroBatch,
         )
         .unwrap();
-        let v = s.value.expect("something fits");
-        // brute force: every micro-batch up to v fits, v + 1 does not
-        for b in 1..=v + 1 {
+        // the config's own layout: every micro-batch up to its answer fits, one more does not
+        let own = s.value_with_config_layout.unwrap_or(0);
+        for b in 1..=own + 1 {
             let mut c = base.clone();
             c["training"]["micro_batch_size"] = json!(b);
-            assert_eq!(fits(&c), b <= v, "{model}: micro-batch {b}, solver {v}");
+            assert_eq!(fits(&c), b <= own, "{model}: micro-batch {b}, solver {own}");
         }
-        assert!(s.evaluations <= 2 * 64, "{}", s.evaluations);
+        // over the layouts: the answer's document fits at its value on the same 8 GPUs, and
+        // no layout of 8 GPUs fits one more
+        let v = s.value.unwrap();
+        assert!(v >= own);
+        let doc = serde_json::to_value(s.config.as_ref().unwrap()).unwrap();
+        assert!(fits(&doc), "{model}: {}", s.message);
+        assert_eq!(doc["training"]["micro_batch_size"], json!(v));
+        assert_eq!(s.layout.unwrap().num_gpus, 8);
+        let mut tried = 0;
+        for p in layouts(8, layers, 1) {
+            if let Some(f) = fits_with(&base, &p, 8, |c| {
+                c["training"]["micro_batch_size"] = json!(v + 1)
+            }) {
+                tried += 1;
+                assert!(
+                    !f,
+                    "{model}: {p} fits micro-batch {}, solver {}",
+                    v + 1,
+                    s.message
+                );
+            }
+        }
+        assert!(tried >= 1, "{model}");
+        assert!(s.evaluations <= 400, "{}", s.evaluations);
     }
 }
 
@@ -372,41 +443,115 @@ fn max_sequence_is_exact_to_one_step() {
         Target::MaxSequence,
     )
     .unwrap();
-    let v = s.value.unwrap();
-    assert_eq!(v % 2, 0, "divisible by the context-parallel size");
+    let own = s.value_with_config_layout.unwrap();
+    assert_eq!(own % 2, 0, "divisible by the context-parallel size");
     let at = |seq: u64| {
         let mut c = base.clone();
         c["training"]["seq_len"] = json!(seq);
         fits(&c)
     };
-    assert!(at(v) && !at(v + 2), "{v}");
+    assert!(at(own) && !at(own + 2), "{own}");
+    // over the layouts of 8 GPUs: nothing fits the next sequence length each layout could
+    // take (a multiple of its context-parallel size)
+    let v = s.value.unwrap();
+    assert!(v >= own);
+    let doc = serde_json::to_value(s.config.as_ref().unwrap()).unwrap();
+    assert!(
+        fits(&doc) && doc["training"]["seq_len"] == json!(v),
+        "{}",
+        s.message
+    );
+    for p in layouts(8, 32, 1) {
+        let cp = p["context_parallel_size"].as_u64().unwrap();
+        let next = (v / cp + 1) * cp;
+        if let Some(f) = fits_with(&base, &p, 8, |c| c["training"]["seq_len"] = json!(next)) {
+            assert!(!f, "{p} fits {next}, solver {}", s.message);
+        }
+    }
 }
 
 #[test]
 fn min_gpus_matches_brute_force() {
-    for (model, engine, gpu) in [
-        ("llama-2-70b", json!({"type": "fsdp"}), "a100-80gb"),
+    for (model, engine, gpu, layers) in [
+        ("llama-2-70b", json!({"type": "fsdp"}), "a100-80gb", 80),
         (
             "llama-3.1-8b",
             json!({"type": "deepspeed", "zero_stage": 3}),
             "rtx4090-24gb",
+            32,
         ),
         (
             "qwen2.5-14b",
             json!({"type": "deepspeed", "zero_stage": 2}),
             "a100-40gb",
+            48,
+        ),
+        (
+            "llama-3.1-8b",
+            json!({"type": "megatron", "distributed_optimizer": false}),
+            "rtx4090-24gb",
+            32,
         ),
     ] {
         let base = json!({"model": {"preset": model}, "training": {"seq_len": 2048, "activation_checkpointing": "full", "attention": "flash"},
                           "engine": engine, "hardware": {"gpu": gpu}});
         let s = solve(&Config::from_value(base.clone()).unwrap(), Target::MinGpus).unwrap();
+        // the config's own (data-parallel) layout scaled
         let brute = (1..=128u64).find(|&n| {
             let mut c = base.clone();
             c["hardware"]["num_gpus"] = json!(n);
             fits(&c)
         });
-        assert_eq!(s.value, brute, "{model} on {gpu}");
+        assert_eq!(s.value_with_config_layout, brute, "{model} on {gpu}");
+        // over the layouts: the answer fits on its GPUs and no layout of fewer GPUs does
+        let v = s.value.unwrap();
+        assert!(brute.is_none_or(|b| v <= b));
+        let doc = serde_json::to_value(s.config.as_ref().unwrap()).unwrap();
+        assert!(
+            fits(&doc) && doc["hardware"]["num_gpus"] == json!(v),
+            "{}",
+            s.message
+        );
+        for n in 1..v {
+            for p in layouts(n, layers, 1) {
+                if let Some(f) = fits_with(&base, &p, n, |_| {}) {
+                    assert!(
+                        !f,
+                        "{model} on {gpu}: {p} fits {n} GPUs, solver {}",
+                        s.message
+                    );
+                }
+            }
+        }
     }
+}
+
+#[test]
+fn vllm_fewest_gpus_searches_tensor_parallelism() {
+    // Llama-3.1-70B in bf16 (141 GB of weights) at a 32k context set to TP 2: two 80 GB
+    // GPUs at gpu_memory_utilization 0.9 hold 2 x 72 GB, not the weights and a 32k
+    // sequence's KV cache; the DP-only answer was "no GPU count fits". Three GPUs do, as
+    // pipeline stages (64 heads do not split 3 ways): 80 layers as 26 + 27 + 27.
+    let base = json!({"mode": "inference", "model": {"preset": "llama-3.1-70b"},
+                      "inference": {"engine": "vllm", "context_len": 32768},
+                      "parallelism": {"tensor_parallel_size": 2}, "hardware": {"gpu": "h100-80gb", "num_gpus": 2}});
+    let s = solve(&Config::from_value(base.clone()).unwrap(), Target::MinGpus).unwrap();
+    assert_eq!(s.value_with_config_layout, None);
+    assert_eq!(s.value, Some(3), "{}", s.message);
+    let l = s.layout.unwrap();
+    assert_eq!((l.tensor_parallel_size, l.pipeline_parallel_size), (1, 3));
+    assert!(s.message.contains("PP 3"), "{}", s.message);
+    // brute force: no tensor x pipeline layout of 1 or 2 GPUs serves it
+    for n in 1..3u64 {
+        for p in layouts(n, 80, 1) {
+            if let Some(f) = fits_with(&base, &p, n, |_| {}) {
+                assert!(!f, "{p} serves on {n} GPUs");
+            }
+        }
+    }
+    // held to tensor parallelism within the node (pipeline 1), the answer is TP 4
+    let tp4 = fits_with(&base, &json!({"tensor_parallel_size": 4}), 4, |_| {});
+    assert_eq!(tp4, Some(true));
 }
 
 #[test]

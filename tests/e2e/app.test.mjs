@@ -249,6 +249,22 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   await page.locator('#solve-seq', { hasText: /max sequence length: \d+/ }).waitFor();
   await page.locator('#solve-gpus', { hasText: /fewest GPUs: \d+/ }).waitFor();
   assert.ok(await page.locator('#sweep svg path, #sweep svg polyline').count() > 0, 'sweep chart drawn');
+  // each answer states the layout it searched ("at TP 2, DP 4") and the config layout's own
+  // answer; "Use" loads the answer with its layout into the form
+  const batch = await page.textContent('#solve-batch span');
+  const m = batch.match(/max micro-batch: (\d+) at ((?:[A-Z]{2} \d+, )*DP (\d+)) \(this layout/);
+  assert.ok(m, batch);
+  await page.click('#solve-batch button.use-solution');
+  await page.locator('#status', { hasText: `Loaded max micro-batch: ${m[1]}` }).waitFor();
+  assert.equal(await page.inputValue('#training-micro_batch_size'), m[1]);
+  const [dlSolved] = await Promise.all([page.waitForEvent('download'), page.click('#export')]);
+  const solved = JSON.parse(readFileSync(await dlSolved.path(), 'utf8'));
+  assert.equal(solved.training.micro_batch_size, Number(m[1]));
+  assert.equal(solved.hardware.num_gpus / (solved.parallelism.tensor_parallel_size ?? 1)
+    / (solved.parallelism.pipeline_parallel_size ?? 1) / (solved.parallelism.context_parallel_size ?? 1), Number(m[3]), m[2]);
+  await page.locator('#verdict', { hasText: /^Fits/ }).waitFor();
+  await page.click('#reset');
+  await page.selectOption('#model-preset', 'llama-3.1-8b');
   // the first iteration (no optimizer states before its step), beside the steady state,
   // where activations make backward the peak; not under DeepSpeed (the default engine),
   // which creates its optimizer states at initialization

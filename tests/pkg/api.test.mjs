@@ -76,9 +76,16 @@ test('presets, solvers, versions', () => {
   const s = api.maxMicroBatch(cfg);
   assert.equal(s.target, 'max_micro_batch');
   assert.deepEqual(api.solve(cfg, 'max_micro_batch'), s);
-  // exact to one step: the answer fits, one more does not
-  assert.ok(api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value } }).fits);
-  assert.ok(!api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: s.value + 1 } }).fits);
+  // the answer is searched over layouts and states its own: its document fits, one more
+  // micro-batch on that layout does not
+  assert.ok(s.value >= s.value_with_config_layout && s.layout.num_gpus === 8, s.message);
+  assert.equal(s.config.training.micro_batch_size, s.value);
+  assert.ok(api.estimate(s.config).fits);
+  assert.ok(!api.estimate({ ...s.config, training: { ...s.config.training, micro_batch_size: s.value + 1 } }).fits);
+  // the config's own layout, exact to one step
+  const own = s.value_with_config_layout;
+  assert.ok(api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: own } }).fits);
+  assert.ok(!api.estimate({ ...cfg, training: { ...cfg.training, micro_batch_size: own + 1 } }).fits);
   assert.equal(api.gpuFits(cfg).length, p.gpus.length);
   assert.equal(api.schemaVersion(), 2);
   assert.equal(pkgJson.gpuMemCalc.schemaVersion, api.schemaVersion());

@@ -256,7 +256,7 @@ pub fn App() -> impl IntoView {
                         .and_then(|c| calc_core::export::gpu_fits(c).ok())
                         .map(|f| chart::render_fits_svg(&f, (720, 340)))
                         .unwrap_or_default())></div>
-                <Solvers parsed=settled />
+                <Solvers parsed=settled doc=doc revision=revision status=status />
                 <plan::PlanPanel settled=settled last_good=last_good doc=doc revision=revision status=status />
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
@@ -687,9 +687,15 @@ fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
     }
 }
 
-/// The inverse questions answered for the current config (calc_core::solve).
+/// The inverse questions answered for the current config (calc_core::solve), each over
+/// the layouts the engine runs, with the layout it assumes and a button that loads it.
 #[component]
-fn Solvers(parsed: Memo<Result<Config, Vec<FieldError>>>) -> impl IntoView {
+fn Solvers(
+    parsed: Memo<Result<Config, Vec<FieldError>>>,
+    doc: RwSignal<Value>,
+    revision: RwSignal<u32>,
+    status: RwSignal<String>,
+) -> impl IntoView {
     use calc_core::solve::{Target, solve};
     let answers = Memo::new(move |_| {
         parsed.with(|c| {
@@ -710,19 +716,34 @@ fn Solvers(parsed: Memo<Result<Config, Vec<FieldError>>>) -> impl IntoView {
             };
             targets
                 .iter()
-                .map(|(t, id)| {
-                    let text = match solve(c, *t) {
-                        Ok(s) => s.message,
-                        Err(e) => e.first().map(|e| e.message.clone()).unwrap_or_default(),
-                    };
-                    (id.to_string(), text)
+                .map(|(t, id)| match solve(c, *t) {
+                    Ok(s) => {
+                        let config = s.config.and_then(|c| serde_json::to_value(c).ok());
+                        (id.to_string(), s.message, config)
+                    }
+                    Err(e) => (
+                        id.to_string(),
+                        e.first().map(|e| e.message.clone()).unwrap_or_default(),
+                        None,
+                    ),
                 })
                 .collect::<Vec<_>>()
         })
     });
     view! {
         <ul id="solvers" class="solvers">
-            {move || answers.get().into_iter().map(|(id, text)| view! { <li id=id>{text}</li> }).collect_view()}
+            {move || answers.get().into_iter().map(|(id, text, config)| {
+                let loaded = text.clone();
+                let button = config.map(|v| view! {
+                    <button class="use-solution secondary" title="Load this answer and its layout into the form"
+                        on:click=move |_| {
+                            doc.set(v.clone());
+                            revision.update(|r| *r += 1);
+                            status.set(format!("Loaded {loaded}"));
+                        }>"Use"</button>
+                });
+                view! { <li id=id><span>{text}</span>" "{button}</li> }
+            }).collect_view()}
         </ul>
     }
 }

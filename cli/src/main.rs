@@ -143,10 +143,11 @@ enum Cmd {
         /// Tokens per sequence (`training.seq_len`; default: the config's, else 2048).
         #[arg(long)]
         seq: Option<u64>,
-        /// Tokens per optimizer step, such as 4M (decimal suffixes), rounded to whole sequences.
+        /// Tokens per optimizer step, such as 4M (decimal suffixes): each layout rounds it to
+        /// whole sequences per data-parallel rank.
         #[arg(long, value_parser = calc_core::units::parse_count, group = "batch")]
         global_batch_tokens: Option<u64>,
-        /// Sequences per optimizer step.
+        /// Sequences per optimizer step, exactly (only data-parallel sizes dividing it).
         #[arg(long, value_parser = calc_core::units::parse_count, group = "batch")]
         global_batch: Option<u64>,
         /// fp32, amp_bf16, amp_fp16, bf16, fp16, fp8 (default: the config's, else amp_bf16).
@@ -542,7 +543,7 @@ fn print_plans(r: &calc_core::plan::PlanResult) {
     }
     out!("{t}");
     out!(
-        "global batch {} sequences; {} candidates timed, {} memory estimates, {} skipped (a smaller micro-batch did not fit), {} rejected by validation",
+        "global batch {} sequences asked (in tokens: each plan rounds it per data-parallel rank); {} candidates timed, {} memory estimates, {} skipped (a smaller micro-batch did not fit), {} rejected by validation",
         fmt_int(r.global_batch_sequences),
         fmt_int(r.candidates),
         fmt_int(r.estimates),

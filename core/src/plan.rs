@@ -2,7 +2,8 @@
 //! length and a global batch, every valid layout (tensor x pipeline x context x expert x
 //! data parallel sizes, virtual stages, engine and sharding, recomputation, micro-batch and
 //! gradient accumulation) is timed ([`crate::steptime`]), and the fastest that fit with the
-//! stated headroom are returned, ranked by step time.
+//! stated headroom are returned, ranked by step time per sequence (step time itself when
+//! every plan runs the same global batch).
 //!
 //! The search is exact. Step time needs no memory estimate, so every candidate is timed
 //! first and the candidates are visited fastest first; memory is estimated only until
@@ -17,7 +18,9 @@
 //! an uneven split (first and last stages taking the remainder) for engines that model it;
 //! virtual stages dividing each stage's layers; context parallelism dividing the sequence
 //! into `2 cp` chunks (load-balanced ring attention); expert parallelism dividing the
-//! experts; data parallelism dividing the global batch. Sequence parallelism is on with
+//! experts; data parallelism dividing the global batch when it is given in sequences, or,
+//! given in tokens, the batch rounded per layout to whole sequences per data-parallel rank
+//! (so that 4M tokens of 4096, 977 sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with
 //! tensor parallelism wherever the engine models it (Megatron, torchtitan).
 
 use crate::config::{
@@ -49,11 +52,13 @@ pub struct PlanRequest {
     /// nodes). Default: `num_gpus` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_gpus: Option<u64>,
-    /// Sequences per optimizer step over all data-parallel ranks.
+    /// Sequences per optimizer step over all data-parallel ranks, exactly: only data-parallel
+    /// sizes dividing it are tried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global_batch_sequences: Option<u64>,
-    /// Tokens per optimizer step (rounded to whole sequences of `training.seq_len`). Used
-    /// when `global_batch_sequences` is not given.
+    /// Tokens per optimizer step, used when `global_batch_sequences` is not given: each
+    /// layout rounds it to whole sequences of `training.seq_len` per data-parallel rank
+    /// (at least one), so that every data-parallel size can run it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub global_batch_tokens: Option<u64>,
     /// Engines allowed (`engine.type` values). Default: all.
@@ -131,6 +136,9 @@ pub struct Plan {
     pub recompute: Recompute,
     pub micro_batch_size: u64,
     pub gradient_accumulation_steps: u64,
+    /// Sequences per optimizer step: micro-batch x accumulation x data-parallel size (the
+    /// asked batch, rounded to a multiple of the data-parallel size when asked in tokens).
+    pub global_batch_sequences: u64,
     /// What the most loaded GPU must hold (the estimate's `total_bytes`).
     pub total_bytes: u64,
     pub gpu_memory_bytes: u64,
@@ -143,9 +151,11 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlanResult {
-    /// The fastest plans that fit, fastest first.
+    /// The fastest plans that fit, fastest first (least step time per sequence: step time
+    /// when every plan runs the same batch).
     pub plans: Vec<Plan>,
-    /// The global batch in sequences the plans use.
+    /// The global batch asked, in sequences (tokens rounded to whole sequences); a plan's
+    /// own is [`Plan::global_batch_sequences`].
     pub global_batch_sequences: u64,
     /// Layouts x engines x recomputation x micro-batches timed.
     pub candidates: u64,
@@ -274,6 +284,8 @@ struct Candidate {
     micro_batch: u64,
     accumulation: u64,
     seconds: f64,
+    /// Step time per sequence of the global batch: the rank.
+    seconds_per_sequence: f64,
 }
 
 /// A candidate's document (as the plan hands it out), its resolved problem and the
@@ -420,9 +432,16 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                         continue;
                     }
                     let dp = n / tp / pp / cp;
-                    if !batch.is_multiple_of(dp) {
-                        continue;
-                    }
+                    // sequences per data-parallel rank
+                    let local = match req.global_batch_sequences {
+                        Some(_) if !batch.is_multiple_of(dp) => continue,
+                        Some(_) => batch / dp,
+                        None => {
+                            let tokens = req.global_batch_tokens.unwrap_or(0);
+                            let per_rank = seq.saturating_mul(dp).max(1);
+                            ((tokens + per_rank / 2) / per_rank).max(1)
+                        }
+                    };
                     let eps = match experts {
                         Some(x) => divisors(x)
                             .into_iter()
@@ -438,7 +457,6 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                         vec![1]
                     };
                     // micro-batches dividing the data-parallel rank's share of the batch
-                    let local = batch / dp;
                     let mbs: Vec<u64> = divisors(local)
                         .into_iter()
                         .take_while(|&mb| mb <= req.max_micro_batch)
@@ -488,6 +506,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     gpus_per_node: per_node,
                                     stage_layers,
                                 };
+                                let work = crate::steptime::layout_work(arch, params, &layout, seq);
                                 for &rc in &req.recompute {
                                     let family = families.len();
                                     families.push(Family {
@@ -503,22 +522,26 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     for &mb in &mbs {
                                         training.micro_batch_size = mb;
                                         training.gradient_accumulation_steps = local / mb;
-                                        let seconds = crate::steptime::step_seconds(&TimeInputs {
-                                            arch,
-                                            params,
-                                            layout: &layout,
-                                            training: &training,
-                                            traffic,
-                                            bytes,
-                                            perf,
-                                            gpu_arch: &r.gpu.arch,
-                                            assumptions: req.assumptions,
-                                        });
+                                        let seconds = crate::steptime::step_seconds_with(
+                                            &TimeInputs {
+                                                arch,
+                                                params,
+                                                layout: &layout,
+                                                training: &training,
+                                                traffic,
+                                                bytes,
+                                                perf,
+                                                gpu_arch: &r.gpu.arch,
+                                                assumptions: req.assumptions,
+                                            },
+                                            &work,
+                                        );
                                         candidates.push(Candidate {
                                             family,
                                             micro_batch: mb,
                                             accumulation: local / mb,
                                             seconds,
+                                            seconds_per_sequence: seconds / (local * dp) as f64,
                                         });
                                     }
                                 }
@@ -619,6 +642,7 @@ impl Space {
             recompute: f.recompute,
             micro_batch_size: c.micro_batch,
             gradient_accumulation_steps: c.accumulation,
+            global_batch_sequences: c.micro_batch * c.accumulation * f.layout.data_parallel_size,
             total_bytes: est.total_bytes,
             gpu_memory_bytes: est.gpu_memory_bytes,
             headroom_bytes: est.headroom_bytes,
@@ -627,9 +651,9 @@ impl Space {
         }
     }
 
-    /// Candidate indices fastest first (ties in enumeration order), lazily: a heap built
-    /// in linear time, popped only as far as the search goes (usually a few hundred of
-    /// 10^5 candidates).
+    /// Candidate indices fastest first (least step time per sequence; ties in enumeration
+    /// order), lazily: a heap built in linear time, popped only as far as the search goes
+    /// (usually a few hundred of 10^5 candidates).
     fn order(&self) -> impl Iterator<Item = usize> + '_ {
         use std::cmp::Reverse;
         // step times are finite and non-negative, where the bits order as the numbers
@@ -637,7 +661,7 @@ impl Space {
             .candidates
             .iter()
             .enumerate()
-            .map(|(i, c)| Reverse((c.seconds.max(0.0).to_bits(), i)))
+            .map(|(i, c)| Reverse((c.seconds_per_sequence.max(0.0).to_bits(), i)))
             .collect();
         std::iter::from_fn(move || heap.pop().map(|Reverse((_, i))| i))
     }

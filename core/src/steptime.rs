@@ -290,7 +290,57 @@ impl Numbers {
     }
 }
 
+/// The work of a layout's pipeline stages: what step time needs of the layout alone,
+/// independent of the micro-batch, the accumulation, the engine and the recomputation
+/// (the plan search computes it once per layout and times every candidate of the layout
+/// with [`step_seconds_with`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutWork {
+    /// Each stage's work, first to last, consecutive equal stages merged (a merged stage
+    /// times the same, so the slowest is the same).
+    stages: Vec<StageWork>,
+    /// Model FLOPs per token summed over every stage (the MFU convention).
+    flops_per_token: f64,
+    seq_len: u64,
+}
+
+/// [`LayoutWork`] of `layout` for sequences of `seq_len` tokens.
+pub fn layout_work(
+    arch: &ModelArch,
+    params: &ParamCounts,
+    layout: &Layout,
+    seq_len: u64,
+) -> LayoutWork {
+    let s = seq_len as f64;
+    let n_moe = arch.num_moe_layers();
+    let mut stages: Vec<StageWork> = Vec::new();
+    let mut flops_per_token = 0.0;
+    for stage in 0..layout.pipeline_parallel_size.max(1) {
+        let w = stage_work(arch, params, layout, s, stage, n_moe);
+        flops_per_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
+        if stages.last() != Some(&w) {
+            stages.push(w);
+        }
+    }
+    LayoutWork {
+        stages,
+        flops_per_token,
+        seq_len,
+    }
+}
+
 fn numbers(t: &TimeInputs) -> Numbers {
+    numbers_with(
+        t,
+        &layout_work(t.arch, t.params, t.layout, t.training.seq_len),
+    )
+}
+
+fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
+    debug_assert_eq!(
+        work.seq_len, t.training.seq_len,
+        "layout work of another length"
+    );
     let (arch, l, tr) = (t.arch, t.layout, t.training);
     let eff = t.assumptions.compute_efficiency.clamp(0.01, 1.0);
     let attn_eff = t
@@ -396,22 +446,13 @@ fn numbers(t: &TimeInputs) -> Numbers {
         (per_mb, fwd + bwd, [recompute, tp_time, cp_time, ep_time])
     };
     let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
-    let mut model_flops_token = 0.0;
-    let n_moe = arch.num_moe_layers();
-    // the stage last timed: the middle stages of a pipeline are usually alike
-    let mut last: Option<(StageWork, StageTime)> = None;
-    for stage in 0..pp {
-        let w = stage_work(arch, t.params, l, s, stage, n_moe);
-        model_flops_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
-        let (per_mb, compute, rest) = match last {
-            Some((prev, timed)) if prev == w => timed,
-            _ => time_stage(&w),
-        };
-        last = Some((w, (per_mb, compute, rest)));
+    for w in &work.stages {
+        let (per_mb, compute, rest) = time_stage(w);
         if per_mb >= slowest.0 {
-            slowest = (per_mb, compute, rest, w);
+            slowest = (per_mb, compute, rest, *w);
         }
     }
+    let model_flops_token = work.flops_per_token;
     let (t_mb, t_compute_mb, [t_rc, t_tp, t_cp, t_ep], w) = slowest;
     let compute = m * t_compute_mb;
     let bubble = if pp > 1 {
@@ -515,6 +556,12 @@ fn numbers(t: &TimeInputs) -> Numbers {
 /// its report (the plan search times every candidate with this).
 pub fn step_seconds(t: &TimeInputs) -> f64 {
     numbers(t).seconds()
+}
+
+/// [`step_seconds`] with the layout's [`LayoutWork`] computed once (for `t.layout` and
+/// `t.training.seq_len`).
+pub fn step_seconds_with(t: &TimeInputs, work: &LayoutWork) -> f64 {
+    numbers_with(t, work).seconds()
 }
 
 /// Step time of one layout (see the module docs for every term and its source). Pure

@@ -369,3 +369,55 @@ fn closed_form_layer_counts_equal_the_per_layer_rules() {
         }
     }
 }
+
+/// A batch in tokens that rounds to a prime number of sequences (4 000 000 tokens of 4096
+/// = 976.6 -> 977) still runs on every data-parallel size: each layout rounds it to whole
+/// sequences per rank. DP 64 takes round(4 000 000 / (4096 x 64)) = round(15.26) = 15 per
+/// rank, 960 sequences; DP 32 takes round(30.52) = 31, 992 sequences. Given in sequences
+/// (977), only DP 1 divides it.
+#[test]
+fn a_batch_in_tokens_is_rounded_per_data_parallel_size() {
+    let mut req = request("llama-3.1-8b", "h100-80gb", 64, 4096, 977);
+    req.engines = vec!["fsdp".into()];
+    req.recompute = vec![Recompute::Full];
+    let exact = plan(&req).unwrap();
+    assert_eq!(exact.global_batch_sequences, 977);
+    assert!(!exact.plans.is_empty());
+    for p in &exact.plans {
+        assert_eq!(p.layout.data_parallel_size, 1, "{}", p.summary);
+        assert_eq!(p.global_batch_sequences, 977);
+    }
+    req.global_batch_sequences = None;
+    req.global_batch_tokens = Some(4_000_000);
+    let r = plan(&req).unwrap();
+    assert_eq!(r.global_batch_sequences, 977);
+    let by_dp = |dp: u64| r.plans.iter().find(|p| p.layout.data_parallel_size == dp);
+    let dp64 = by_dp(64).expect("FSDP over 64 ranks fits an 8B model");
+    assert_eq!(dp64.global_batch_sequences, 960);
+    assert_eq!(dp64.micro_batch_size * dp64.gradient_accumulation_steps, 15);
+    // the document says the same batch
+    let t = &dp64.config.training;
+    assert_eq!(t.micro_batch_size * t.gradient_accumulation_steps * 64, 960);
+    // ranked by step time per sequence: plans with different batches compare per sequence
+    let per_seq: Vec<f64> = r
+        .plans
+        .iter()
+        .map(|p| p.step.seconds / p.global_batch_sequences as f64)
+        .collect();
+    assert!(
+        per_seq.windows(2).all(|w| w[0] <= w[1] * (1.0 + 1e-12)),
+        "{per_seq:?}"
+    );
+    // the DP 64 plan runs 64x the ranks of DP 1 on nearly the same batch: far faster
+    // the rounding opens the data-parallel layouts: the best plan beats the DP 1 plans
+    // the exact batch leaves
+    assert!(
+        r.plans[0].step.tokens_per_second_per_gpu > exact.plans[0].step.tokens_per_second_per_gpu,
+        "{} vs {}",
+        r.plans[0].summary,
+        exact.plans[0].summary
+    );
+    if let Some(dp32) = by_dp(32) {
+        assert_eq!(dp32.global_batch_sequences, 992);
+    }
+}

@@ -514,6 +514,26 @@ test('plan search: ranked layouts, sortable, the form\'s layout placed, use this
   await page.setViewportSize({ width: 390, height: 844 });
   assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'no sideways scroll on a phone');
   await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan-phone.png') });
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  // what the search may choose: FSDP only, full recomputation only (core's choices listed)
+  const engines = page.locator('#plan-engines input[type="checkbox"]');
+  assert.equal(await engines.count(), 5);
+  for (const v of ['ddp', 'deepspeed', 'megatron', 'megatron_deepspeed']) {
+    await page.locator(`#plan-engines input[value="${v}"]`).uncheck();
+  }
+  for (const v of ['none', 'selective', 'selective_op']) {
+    await page.locator(`#plan-recompute input[value="${v}"]`).uncheck();
+  }
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('#plan-table .plan-summary')].map(td => td.textContent);
+    return rows.length > 0 && rows.every(t => t.startsWith('FSDP2') && t.includes('full recomputation'));
+  }, null, { timeout: 30000 });
+  // nothing allowed: core's field error, said in the panel
+  await page.locator('#plan-engines input[value="fsdp"]').uncheck();
+  await page.locator('#plan-message', { hasText: 'engines: must allow at least one engine' }).waitFor();
+  await page.locator('#plan-engines input[value="fsdp"]').check();
+  await page.locator('#plan-table tbody tr').first().waitFor();
+  await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan-choices.png') });
   assert.deepEqual(errors, []);
   await context.close();
 });

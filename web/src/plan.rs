@@ -4,6 +4,7 @@
 //! placed among the plans. Nothing here computes memory or time: it shows what `calc_core`
 //! returns.
 
+use calc_core::fields::Choices;
 use calc_core::plan::{Plan, PlanRequest, PlanResult};
 use calc_core::units::{GIB, parse_count};
 use calc_core::{Config, Estimate, FieldError};
@@ -46,6 +47,10 @@ struct Asked {
     batch_tokens: String,
     headroom_pct: String,
     offload: bool,
+    /// `engine.type` values allowed (calc_core's engine choices).
+    engines: Vec<String>,
+    /// Recomputation options allowed, as their JSON values (calc_core's choices).
+    recompute: Vec<Value>,
 }
 
 /// The request for `config` with the panel's inputs; `batch` is the form's global batch in
@@ -78,6 +83,12 @@ fn request(config: &Config, asked: &Asked, batch: u64) -> Result<PlanRequest, St
         global_batch_sequences: tokens.is_none().then_some(batch.max(1)),
         allow_offload: asked.offload,
         min_headroom,
+        engines: asked.engines.clone(),
+        recompute: asked
+            .recompute
+            .iter()
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect(),
         ..Default::default()
     })
 }
@@ -143,6 +154,16 @@ pub fn PlanPanel(
         batch_tokens: String::new(),
         headroom_pct: "5".into(),
         offload: false,
+        engines: Choices::Engine
+            .list()
+            .into_iter()
+            .filter_map(|c| c.value.as_str().map(str::to_string))
+            .collect(),
+        recompute: Choices::Recompute
+            .list()
+            .into_iter()
+            .map(|c| c.value)
+            .collect(),
     });
     // the panel's inputs reach the search one task after the keystroke, as the form's do
     let asked_settled = RwSignal::new(asked.get_untracked());
@@ -244,7 +265,7 @@ pub fn PlanPanel(
     view! {
         <details id="plan" class="group plan" on:toggle=move |_| opened.set(true)>
             <summary>"Which layout should I use? (plan search)"</summary>
-            <p class="hint">"Every TP x PP x CP x EP x DP layout, engine, recomputation and micro-batch for this model, GPU and sequence length, ranked by estimated step time; only plans that fit with the headroom are listed."</p>
+            <p class="hint">"Every TP x PP x CP x EP x DP layout, engine, recomputation and micro-batch for this model, GPU and sequence length, ranked by estimated step time per sequence; only plans that fit with the headroom are listed. A global batch in tokens is rounded per layout to whole sequences per data-parallel rank."</p>
             <div class="plan-inputs">
                 {input("plan-gpus", "GPUs", |a| a.gpus.clone(), |a, v| a.gpus = v, "the form's")}
                 {input("plan-max-gpus", "Up to GPUs", |a| a.max_gpus.clone(), |a, v| a.max_gpus = v, "optional")}
@@ -255,6 +276,44 @@ pub fn PlanPanel(
                     on:change=move |ev| { let c = event_target_checked(&ev); asked.update(|a| a.offload = c); } />
                     " allow offload"</label>
             </div>
+            <fieldset id="plan-engines" class="plan-choices">
+                <legend>"Engines"</legend>
+                {Choices::Engine.list().into_iter().map(|c| {
+                    let key = c.value.as_str().unwrap_or_default().to_string();
+                    let (k1, k2) = (key.clone(), key.clone());
+                    view! {
+                        <label class="check"><input type="checkbox" value=key
+                            prop:checked=move || asked.with(|a| a.engines.contains(&k1))
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                let k = k2.clone();
+                                asked.update(|a| {
+                                    a.engines.retain(|e| *e != k);
+                                    if on { a.engines.push(k) }
+                                });
+                            } />" "{c.label}</label>
+                    }
+                }).collect_view()}
+            </fieldset>
+            <fieldset id="plan-recompute" class="plan-choices">
+                <legend>"Recomputation"</legend>
+                {Choices::Recompute.list().into_iter().map(|c| {
+                    let key = c.value.as_str().unwrap_or_default().to_string();
+                    let (v1, v2) = (c.value.clone(), c.value.clone());
+                    view! {
+                        <label class="check"><input type="checkbox" value=key
+                            prop:checked=move || asked.with(|a| a.recompute.contains(&v1))
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                let v = v2.clone();
+                                asked.update(|a| {
+                                    a.recompute.retain(|x| *x != v);
+                                    if on { a.recompute.push(v) }
+                                });
+                            } />" "{c.label}</label>
+                    }
+                }).collect_view()}
+            </fieldset>
             {move || match result.get() {
                 None => view! { <p id="plan-message"></p> }.into_any(),
                 Some(Err(e)) => view! { <p id="plan-message" class="error" role="alert">{e}</p> }.into_any(),

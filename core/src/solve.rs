@@ -349,23 +349,7 @@ fn largest_value(s: &mut Search, own: &Layout) -> Result<Found, Vec<FieldError>>
     };
     // the config's own layout: errors are the config's
     let (scale, max) = max_for(own.context_parallel_size);
-    let mut own_value = None;
-    if s.fits(&document(config, target, None, None, scale))? {
-        let mut err = None;
-        let k = largest_from(1, max, |k| {
-            match s.fits(&document(config, target, None, None, k * scale)) {
-                Ok(f) => f,
-                Err(e) => {
-                    err.get_or_insert(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
-        own_value = Some(k * scale);
-    }
+    let own_value = own_largest(s, scale, max)?;
     let mut best = own_value.map(|v| (v, document(config, target, None, None, v)));
     let mut at_limit = own_value == Some(max * scale);
     let gpus = own.num_gpus;
@@ -389,6 +373,28 @@ fn largest_value(s: &mut Search, own: &Layout) -> Result<Found, Vec<FieldError>>
         own: own_value,
         at_limit,
     })
+}
+
+/// The largest value `k x scale` (`k` in `[1, max]`) that fits with the config's own
+/// layout, or `None`; the config's errors are returned.
+fn own_largest(s: &mut Search, scale: u64, max: u64) -> Result<Option<u64>, Vec<FieldError>> {
+    let (config, target) = (s.config, s.target);
+    let at = |k: u64| document(config, target, None, None, k * scale);
+    if !s.fits(&at(1))? {
+        return Ok(None);
+    }
+    let mut err = None;
+    let k = largest_from(1, max, |k| match s.fits(&at(k)) {
+        Ok(f) => f,
+        Err(e) => {
+            err.get_or_insert(e);
+            false
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(Some(k * scale)),
+    }
 }
 
 /// Whether a searched shape is the config's own layout (searched first, with its own
@@ -510,25 +516,8 @@ fn max_concurrency(s: &mut Search) -> Result<Found, Vec<FieldError>> {
             at_limit: false,
         });
     }
-    let mut value = None;
-    let mut at_limit = false;
-    if s.fits(&document(config, target, None, None, 1))? {
-        let mut err = None;
-        let k = largest_from(1, limits::MAX_BATCH, |k| {
-            match s.fits(&document(config, target, None, None, k)) {
-                Ok(f) => f,
-                Err(e) => {
-                    err.get_or_insert(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = err {
-            return Err(e);
-        }
-        at_limit = k == limits::MAX_BATCH;
-        value = Some(k);
-    }
+    let value = own_largest(s, 1, limits::MAX_BATCH)?;
+    let at_limit = value == Some(limits::MAX_BATCH);
     Ok(Found {
         best: value.map(|v| (v, document(config, target, None, None, v))),
         own: value,

@@ -47,8 +47,8 @@ struct Asked {
     batch_tokens: String,
     headroom_pct: String,
     offload: bool,
-    /// `engine.type` values allowed (calc_core's engine choices).
-    engines: Vec<String>,
+    /// `engine.type` values allowed, as their JSON values (calc_core's engine choices).
+    engines: Vec<Value>,
     /// Recomputation options allowed, as their JSON values (calc_core's choices).
     recompute: Vec<Value>,
 }
@@ -83,7 +83,11 @@ fn request(config: &Config, asked: &Asked, batch: u64) -> Result<PlanRequest, St
         global_batch_sequences: tokens.is_none().then_some(batch.max(1)),
         allow_offload: asked.offload,
         min_headroom,
-        engines: asked.engines.clone(),
+        engines: asked
+            .engines
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
         recompute: asked
             .recompute
             .iter()
@@ -157,7 +161,7 @@ pub fn PlanPanel(
         engines: Choices::Engine
             .list()
             .into_iter()
-            .filter_map(|c| c.value.as_str().map(str::to_string))
+            .map(|c| c.value)
             .collect(),
         recompute: Choices::Recompute
             .list()
@@ -262,6 +266,35 @@ pub fn PlanPanel(
             </div>
         }
     };
+    // the options the search may choose, as core lists them, each a checkbox
+    let checks = move |id: &'static str,
+                       legend: &'static str,
+                       choices: Choices,
+                       get: fn(&Asked) -> &Vec<Value>,
+                       set: fn(&mut Asked) -> &mut Vec<Value>| {
+        view! {
+            <fieldset id=id class="plan-choices">
+                <legend>{legend}</legend>
+                {choices.list().into_iter().map(|c| {
+                    let key = c.value.as_str().unwrap_or_default().to_string();
+                    let (v1, v2) = (c.value.clone(), c.value.clone());
+                    view! {
+                        <label class="check"><input type="checkbox" value=key
+                            prop:checked=move || asked.with(|a| get(a).contains(&v1))
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                let v = v2.clone();
+                                asked.update(|a| {
+                                    let list = set(a);
+                                    list.retain(|x| *x != v);
+                                    if on { list.push(v) }
+                                });
+                            } />" "{c.label}</label>
+                    }
+                }).collect_view()}
+            </fieldset>
+        }
+    };
     view! {
         <details id="plan" class="group plan" on:toggle=move |_| opened.set(true)>
             <summary>"Which layout should I use? (plan search)"</summary>
@@ -276,44 +309,8 @@ pub fn PlanPanel(
                     on:change=move |ev| { let c = event_target_checked(&ev); asked.update(|a| a.offload = c); } />
                     " allow offload"</label>
             </div>
-            <fieldset id="plan-engines" class="plan-choices">
-                <legend>"Engines"</legend>
-                {Choices::Engine.list().into_iter().map(|c| {
-                    let key = c.value.as_str().unwrap_or_default().to_string();
-                    let (k1, k2) = (key.clone(), key.clone());
-                    view! {
-                        <label class="check"><input type="checkbox" value=key
-                            prop:checked=move || asked.with(|a| a.engines.contains(&k1))
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                let k = k2.clone();
-                                asked.update(|a| {
-                                    a.engines.retain(|e| *e != k);
-                                    if on { a.engines.push(k) }
-                                });
-                            } />" "{c.label}</label>
-                    }
-                }).collect_view()}
-            </fieldset>
-            <fieldset id="plan-recompute" class="plan-choices">
-                <legend>"Recomputation"</legend>
-                {Choices::Recompute.list().into_iter().map(|c| {
-                    let key = c.value.as_str().unwrap_or_default().to_string();
-                    let (v1, v2) = (c.value.clone(), c.value.clone());
-                    view! {
-                        <label class="check"><input type="checkbox" value=key
-                            prop:checked=move || asked.with(|a| a.recompute.contains(&v1))
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                let v = v2.clone();
-                                asked.update(|a| {
-                                    a.recompute.retain(|x| *x != v);
-                                    if on { a.recompute.push(v) }
-                                });
-                            } />" "{c.label}</label>
-                    }
-                }).collect_view()}
-            </fieldset>
+            {checks("plan-engines", "Engines", Choices::Engine, |a| &a.engines, |a| &mut a.engines)}
+            {checks("plan-recompute", "Recomputation", Choices::Recompute, |a| &a.recompute, |a| &mut a.recompute)}
             {move || match result.get() {
                 None => view! { <p id="plan-message"></p> }.into_any(),
                 Some(Err(e)) => view! { <p id="plan-message" class="error" role="alert">{e}</p> }.into_any(),

@@ -463,6 +463,43 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                         .collect();
                     for &ep in &eps {
                         for &v in &vs {
+                            let mut p = crate::config::Parallelism::default();
+                            if !even {
+                                let Some((first, last)) = uneven_split(layers, pp) else {
+                                    continue;
+                                };
+                                p.first_pipeline_stage_layers = Some(first);
+                                p.last_pipeline_stage_layers = Some(last);
+                            }
+                            let mut se = Errors::default();
+                            let stage_layers =
+                                crate::resolve::split_layers(layers, pp, &p, v, &mut se);
+                            if !se.is_empty() {
+                                continue;
+                            }
+                            // the layout before the engine's sequence parallelism, and its
+                            // stage work (step time's, the same for every engine)
+                            let shape = Layout {
+                                num_gpus: n,
+                                data_parallel_size: dp,
+                                tensor_parallel_size: tp,
+                                pipeline_parallel_size: pp,
+                                context_parallel_size: cp,
+                                expert_parallel_size: ep,
+                                virtual_pipeline_parallel_size: v,
+                                pipeline_schedule: if v > 1 {
+                                    PipelineSchedule::Interleaved1F1B
+                                } else {
+                                    PipelineSchedule::OneFOneB
+                                },
+                                sequence_parallel: false,
+                                data_parallel_replicate_size: 1,
+                                expert_tensor_parallel_size: tp,
+                                loss_parallel: base.parallelism.loss_parallel,
+                                gpus_per_node: per_node,
+                                stage_layers,
+                            };
+                            let work = crate::steptime::layout_work(arch, params, &shape, seq);
                             for (ei, (_, engine)) in engines.iter().enumerate() {
                                 let par = engine.parallelism();
                                 let ok = (tp == 1 || par.tensor)
@@ -474,39 +511,10 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                 if !ok {
                                     continue;
                                 }
-                                let mut p = crate::config::Parallelism::default();
-                                if !even {
-                                    let (first, last) = uneven_split(layers, pp);
-                                    p.first_pipeline_stage_layers = Some(first);
-                                    p.last_pipeline_stage_layers = Some(last);
-                                }
-                                let mut se = Errors::default();
-                                let stage_layers =
-                                    crate::resolve::split_layers(layers, pp, &p, v, &mut se);
-                                if !se.is_empty() {
-                                    continue;
-                                }
                                 let layout = Layout {
-                                    num_gpus: n,
-                                    data_parallel_size: dp,
-                                    tensor_parallel_size: tp,
-                                    pipeline_parallel_size: pp,
-                                    context_parallel_size: cp,
-                                    expert_parallel_size: ep,
-                                    virtual_pipeline_parallel_size: v,
-                                    pipeline_schedule: if v > 1 {
-                                        PipelineSchedule::Interleaved1F1B
-                                    } else {
-                                        PipelineSchedule::OneFOneB
-                                    },
                                     sequence_parallel: tp > 1 && par.sequence,
-                                    data_parallel_replicate_size: 1,
-                                    expert_tensor_parallel_size: tp,
-                                    loss_parallel: base.parallelism.loss_parallel,
-                                    gpus_per_node: per_node,
-                                    stage_layers,
+                                    ..shape
                                 };
-                                let work = crate::steptime::layout_work(arch, params, &layout, seq);
                                 for &rc in &req.recompute {
                                     let family = families.len();
                                     families.push(Family {

@@ -33,11 +33,13 @@ pub(crate) fn tensor_size_ok(
 }
 
 /// An uneven split of `layers` over `pp` stages: every middle stage takes `ceil(layers /
-/// pp)`, the first and last share the rest (the first the smaller half). `(first, last)`.
-pub(crate) fn uneven_split(layers: u64, pp: u64) -> (u64, u64) {
+/// pp)`, the first and last share the rest (the first the smaller half). `(first, last)`;
+/// `None` when that leaves the first or the last stage without a layer.
+pub(crate) fn uneven_split(layers: u64, pp: u64) -> Option<(u64, u64)> {
     let middle = layers.div_ceil(pp);
     let ends = layers.saturating_sub(pp.saturating_sub(2) * middle);
-    (ends / 2, ends - ends / 2)
+    let (first, last) = (ends / 2, ends - ends / 2);
+    (first > 0 && last > 0).then_some((first, last))
 }
 
 #[cfg(test)]
@@ -50,8 +52,12 @@ mod tests {
         assert_eq!(divisors(1), vec![1]);
         assert_eq!(divisors(977), vec![1, 977]);
         // 61 layers on 8 stages: 6 middle stages of 8 = 48, the ends share 13 as 6 + 7
-        assert_eq!(uneven_split(61, 8), (6, 7));
+        assert_eq!(uneven_split(61, 8), Some((6, 7)));
         // 126 layers on 4 stages: 2 x 32 = 64 in the middle, 62 = 31 + 31 at the ends
-        assert_eq!(uneven_split(126, 4), (31, 31));
+        assert_eq!(uneven_split(126, 4), Some((31, 31)));
+        // 32 layers on 20 stages: 18 middle stages of 2 take 36, nothing is left at the ends
+        assert_eq!(uneven_split(32, 20), None);
+        // 32 layers on 11 stages: 9 x 3 = 27, the ends share 5 as 2 + 3
+        assert_eq!(uneven_split(32, 11), Some((2, 3)));
     }
 }

@@ -31,7 +31,7 @@ use crate::limits;
 use crate::problem::{Layout, Resolved};
 use crate::resolve::resolve_given;
 use crate::shapes::{divisors, tensor_size_ok, uneven_split};
-use crate::{Estimate, estimate};
+use crate::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// What to solve for.
@@ -147,6 +147,9 @@ fn document(
 /// Searches the largest `k` in `[lo, max]` with `fits(k)`, given that `fits(lo)` holds and
 /// `fits` is true up to a boundary and false after it.
 fn largest_from<F: FnMut(u64) -> bool>(lo: u64, max: u64, mut fits: F) -> u64 {
+    if lo >= max {
+        return max;
+    }
     let (mut lo, mut hi) = (lo, lo.saturating_mul(2).max(lo + 1));
     // exponential search for the first failing value
     loop {
@@ -169,6 +172,23 @@ fn largest_from<F: FnMut(u64) -> bool>(lo: u64, max: u64, mut fits: F) -> u64 {
         if fits(mid) { lo = mid } else { hi = mid }
     }
     lo
+}
+
+/// [`largest_from`] with a test that can fail: the first error is returned.
+fn try_largest_from<E>(
+    lo: u64,
+    max: u64,
+    mut fits: impl FnMut(u64) -> Result<bool, E>,
+) -> Result<u64, E> {
+    let mut err = None;
+    let k = largest_from(lo, max, |k| match fits(k) {
+        Ok(f) => f,
+        Err(e) => {
+            err.get_or_insert(e);
+            false
+        }
+    });
+    err.map_or(Ok(k), Err)
 }
 
 /// The searches' shared state: the config, its resolved model, the estimates counted.
@@ -239,8 +259,8 @@ impl Search<'_> {
                     None
                 } else if par.uneven_pipeline {
                     match uneven_split(layers, pp) {
-                        (first, last) if first > 0 && last > 0 => Some((first, last)),
-                        _ => continue,
+                        Some(split) => Some(split),
+                        None => continue,
                     }
                 } else {
                     continue;
@@ -383,18 +403,7 @@ fn own_largest(s: &mut Search, scale: u64, max: u64) -> Result<Option<u64>, Vec<
     if !s.fits(&at(1))? {
         return Ok(None);
     }
-    let mut err = None;
-    let k = largest_from(1, max, |k| match s.fits(&at(k)) {
-        Ok(f) => f,
-        Err(e) => {
-            err.get_or_insert(e);
-            false
-        }
-    });
-    match err {
-        Some(e) => Err(e),
-        None => Ok(Some(k * scale)),
-    }
+    Ok(Some(try_largest_from(1, max, |k| s.fits(&at(k)))? * scale))
 }
 
 /// Whether a searched shape is the config's own layout (searched first, with its own
@@ -470,24 +479,19 @@ fn replicas(
     if inference || most < 2 {
         return Ok(None);
     }
-    // lo does not fit, hi does
-    let (mut lo, mut hi) = (1u64, most);
     if bound == u64::MAX {
-        let mut k = 2;
-        loop {
-            if fits(k)? {
-                hi = k;
-                break;
-            }
-            if k == most {
-                return Ok(None);
-            }
-            lo = k;
-            k = k.saturating_mul(2).min(most);
+        // "k does not fit" holds from two replicas up to a boundary; the count after it fits
+        if fits(2)? {
+            return Ok(Some(2));
         }
-    } else if !fits(most)? {
+        let k = try_largest_from(2, most, |k| fits(k).map(|f| !f))?;
+        return Ok((k < most).then_some(k + 1));
+    }
+    if !fits(most)? {
         return Ok(None);
     }
+    // lo does not fit, hi does
+    let (mut lo, mut hi) = (1u64, most);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if fits(mid)? { hi = mid } else { lo = mid }
@@ -500,7 +504,8 @@ fn max_concurrency(s: &mut Search) -> Result<Found, Vec<FieldError>> {
     let config = s.config;
     let target = s.target;
     // a serving runtime (vLLM) reports its KV cache's capacity: concurrency is read off it
-    let e = estimate(config)?;
+    // (the config's report: `s.model` is the config resolved)
+    let e = crate::report_of(&s.model);
     s.evaluations += 1;
     if let (Some(sv), Some(inf)) = (&e.serving, &config.inference) {
         let per_seq = sv.kv_bytes_per_token.max(1) * inf.context_len;
@@ -529,13 +534,13 @@ fn max_concurrency(s: &mut Search) -> Result<Found, Vec<FieldError>> {
 fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
     let target = s.target;
     let inference = s.inference;
-    let (value, est, layout, config) = match f.best {
+    // the answer's value, layout, report and document
+    let answer = match f.best {
         Some((v, c)) => {
             let r = crate::resolve::resolve(&c)?;
-            let layout = r.layout;
-            (Some(v), Some(crate::report_of(&r)), Some(layout), Some(c))
+            Some((v, r.layout, crate::report_of(&r), c))
         }
-        None => (None, None, None, None),
+        None => None,
     };
     let what = match target {
         Target::MaxMicroBatch => "micro-batch",
@@ -556,8 +561,8 @@ fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
         t if t.is_empty() => "this layout".to_string(),
         t => format!("this layout, {t}"),
     };
-    let message = match (value, layout) {
-        (None, _) => match target {
+    let message = match &answer {
+        None => match target {
             Target::MinGpus => format!(
                 "no GPU count up to {} fits with any layout the engine runs",
                 limits::MAX_GPUS
@@ -573,7 +578,8 @@ fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
                 }
             ),
         },
-        (Some(v), Some(l)) => {
+        Some((v, l, ..)) => {
+            let v = *v;
             let head = match target {
                 Target::MinGpus => format!("fewest {what}: {v} at {}", l.describe()),
                 _ => format!(
@@ -595,14 +601,17 @@ fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
             };
             format!("{head}{tail}")
         }
-        (Some(v), None) => format!("{what}: {v}"),
+    };
+    let (value, layout, estimate, config) = match answer {
+        Some((v, l, e, c)) => (Some(v), Some(l), Some(e), Some(c)),
+        None => (None, None, None, None),
     };
     Ok(Solution {
         target,
         value,
         at_limit: f.at_limit,
         evaluations: s.evaluations,
-        estimate: est,
+        estimate,
         layout,
         config,
         value_with_config_layout: f.own,

@@ -25,13 +25,13 @@
 //! Candidates are estimated on the numeric path ([`crate::estimate_peak`], equal to the
 //! report to the byte); the full [`Estimate`] is built once, for the answer.
 
+use crate::Estimate;
 use crate::config::{Config, InferenceEngine, Mode};
 use crate::error::FieldError;
 use crate::limits;
 use crate::problem::{Layout, Resolved};
 use crate::resolve::resolve_given;
 use crate::shapes::{divisors, tensor_size_ok, uneven_split};
-use crate::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// What to solve for.

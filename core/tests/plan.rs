@@ -102,20 +102,52 @@ fn published_throughput_within_the_stated_errors() {
     // tests/reference/throughput_cases.json: torchtitan's and Megatron-LM's published tokens/s
     // per GPU. ACCURACY.md reports each case; this asserts what holds today, so that a change
     // that worsens it fails: every case resolves and is within a factor 2.1, the Megatron-LM
-    // cases within 10 %.
+    // README's cases within 10 %, the Megatron-LM paper's PTD-P runs (Tables 1 and 2, added
+    // after the step-time model was written and not used to change it) within 17 % from 7.5B
+    // up and 35 % below, its ZeRO-3 runs within 50 %.
     let v: Value =
         serde_json::from_str(include_str!("../../tests/reference/throughput_cases.json")).unwrap();
     let cases = v["cases"].as_array().unwrap();
-    assert!(cases.len() >= 18);
+    assert!(cases.len() >= 40);
+    let mut tokens = std::collections::HashMap::new();
     for c in cases {
         let id = c["id"].as_str().unwrap();
         let t = time_of(c["config"].clone());
         let published = c["tokens_per_second_per_gpu"].as_f64().unwrap();
         let err = t.tokens_per_second_per_gpu / published - 1.0;
         assert!(err.abs() < 1.1, "{id}: {err}");
-        if id.starts_with("MG") {
-            assert!(err.abs() < 0.10, "{id}: {err}");
+        let bound = match id {
+            _ if id.starts_with("MG") => 0.10,
+            "NA-T1-1.7B" | "NA-T1-3.6B" => 0.35,
+            _ if id.starts_with("NA-T2-ZeRO-3") => 0.50,
+            _ if id.starts_with("NA") => 0.17,
+            _ => 1.1,
+        };
+        assert!(err.abs() < bound, "{id}: {err}");
+        // the paper's teraFLOP/s converted by its Eq. 3: 96 l h^2 (1 + s/6h + V/16lh) per token
+        if let Some(x) = c["published_model_tflops_per_gpu"].as_f64() {
+            let m = &c["config"]["model"]["hf_config"];
+            let (l, h) = (
+                m["n_layer"].as_f64().unwrap(),
+                m["n_embd"].as_f64().unwrap(),
+            );
+            let per_token =
+                96.0 * l * h * h * (1.0 + 2048.0 / (6.0 * h) + 51200.0 / (16.0 * l * h));
+            assert!((x * 1e12 / per_token - published).abs() <= 0.05, "{id}");
         }
+        tokens.insert(id.to_string(), t.tokens_per_second_per_gpu);
+    }
+    // the paper's Table 2: PTD-P beats ZeRO-3 once ZeRO-3's data-parallel group spans 768 or
+    // more GPUs (published 104 vs 61 tokens/s per GPU at 768 GPUs, 98 vs 31 at 1536, ...);
+    // the estimate orders these four the same way (the two at micro-batch 4 it does not, see
+    // ACCURACY.md)
+    for (ptdp, zero) in [
+        ("NA-T2-PTD-P-174.6B-768", "NA-T2-ZeRO-3-174.6B-768"),
+        ("NA-T2-PTD-P-174.6B-1536", "NA-T2-ZeRO-3-174.6B-1536"),
+        ("NA-T2-PTD-P-529.6B-1120", "NA-T2-ZeRO-3-529.6B-1120"),
+        ("NA-T2-PTD-P-529.6B-2240", "NA-T2-ZeRO-3-529.6B-2240"),
+    ] {
+        assert!(tokens[ptdp] > tokens[zero], "{ptdp} vs {zero}");
     }
 }
 

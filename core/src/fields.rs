@@ -12,6 +12,7 @@ use crate::config::{
     Training, WeightFormat,
 };
 use crate::engines::{ENGINES, Parallelism, zero::MAX_STAGE};
+use crate::error::FieldError;
 use crate::limits;
 use crate::optimizer::{OPTIMIZERS, OptimizerImpl};
 use serde::Serialize;
@@ -173,6 +174,17 @@ fn of<T: Serialize + Copy>(list: &[(T, &'static str)]) -> Vec<Choice> {
 }
 
 impl Choices {
+    /// The value used when the document leaves the key out, where the schema does not write
+    /// it back (`skip_serializing_if` its default) and no option stands for "default":
+    /// what the form shows for an absent key. `None` where the absent key's option is
+    /// listed (`null`) or the export writes the default.
+    pub fn unwritten_default(self) -> Option<Value> {
+        match self {
+            Choices::QuantizedModules => serde_json::to_value(QuantizedModules::default()).ok(),
+            Choices::VllmVersion => serde_json::to_value(VllmVersion::default()).ok(),
+            _ => None,
+        }
+    }
     /// The options, in display order.
     pub fn list(self) -> Vec<Choice> {
         match self {
@@ -553,6 +565,54 @@ impl Section {
     pub fn applies(&self, ctx: &Context) -> bool {
         self.tasks & ctx.task.bit() != 0
     }
+}
+
+/// The document with every field that does not apply to it removed (a field the form
+/// hides: tensor parallelism under DDP, ZeRO options under FSDP, training settings in
+/// inference mode), its task kept explicit. What the form computes, saves and links: a
+/// value left in a hidden field never blocks the result. (A config file is read as
+/// written: there, such a value is an error.)
+pub fn without_hidden(doc: &Value) -> Value {
+    let ctx = Context::of(doc);
+    let mut out = doc.clone();
+    for sec in SECTIONS {
+        for f in sec.fields {
+            if !(sec.applies(&ctx) && f.applies(&ctx)) {
+                crate::load::remove(&mut out, f.path);
+            }
+        }
+    }
+    if let Some(m) = out.as_object_mut() {
+        // an engine whose type is hidden (inference) goes whole: its options mean nothing
+        if m.get("engine").is_some_and(|e| e.get("type").is_none()) {
+            m.remove("engine");
+        }
+        let mode = if ctx.task == Task::Inference {
+            "inference"
+        } else {
+            "training"
+        };
+        m.insert("mode".into(), json!(mode));
+    }
+    out
+}
+
+/// Reads the form's document: [`without_hidden`], then [`Config::from_value`]; a whole
+/// number too large for any count (1e30) is reported against the field's range.
+/// Errors: every field error, each naming its path.
+pub fn parse_form(doc: &Value) -> Result<Config, Vec<FieldError>> {
+    Config::from_value(without_hidden(doc)).map_err(|errs| {
+        errs.into_iter()
+            .map(|mut e| {
+                if e.message.contains("is too large")
+                    && let Some(b) = field(&e.field).and_then(|f| f.bounds)
+                {
+                    e.message = format!("must be a whole number from {} to {}", b.min, b.max);
+                }
+                e
+            })
+            .collect()
+    })
 }
 
 /// Every section filled in with its defaults: the values the schema assumes when a key is

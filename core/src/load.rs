@@ -82,9 +82,48 @@ pub fn migrate_v1(mut v: Value) -> Value {
     v
 }
 
-/// Deserializes a schema-2 document, turning the first serde error into a [`FieldError`]
-/// with the field path and the offending value.
+/// Deserializes a schema-2 document; every field serde rejects is reported, each as a
+/// [`FieldError`] with its path and offending value (serde stops at the first, so the
+/// rejected key is left out and the document read again, at most 64 times).
 fn typed(v: &Value) -> Result<Config, Vec<FieldError>> {
+    let mut errors: Vec<FieldError> = Vec::new();
+    let mut doc = v.clone();
+    for _ in 0..64 {
+        match typed_once(&doc) {
+            Ok(c) if errors.is_empty() => return Ok(c),
+            Ok(_) => break,
+            Err(e) => {
+                let path = e.field.clone();
+                let repeated = errors.iter().any(|x| x.field == path);
+                if !repeated {
+                    errors.push(e);
+                }
+                // a key that cannot be left out (or no key at all): nothing more to learn
+                if repeated || path.is_empty() || !remove(&mut doc, &path) {
+                    break;
+                }
+            }
+        }
+    }
+    Err(errors)
+}
+
+/// Removes the value at a dotted path; `false` if there is none.
+pub(crate) fn remove(v: &mut Value, path: &str) -> bool {
+    let (parent, key) = match path.rsplit_once('.') {
+        Some((p, k)) => (
+            p.split('.').try_fold(&mut *v, |cur, seg| cur.get_mut(seg)),
+            k,
+        ),
+        None => (Some(v), path),
+    };
+    parent
+        .and_then(Value::as_object_mut)
+        .is_some_and(|m| m.remove(key).is_some())
+}
+
+/// One serde read of a schema-2 document: its first error as a [`FieldError`].
+fn typed_once(v: &Value) -> Result<Config, FieldError> {
     serde_path_to_error::deserialize::<_, Config>(v).map_err(|e| {
         let path = e.path().to_string();
         let mut path = if path == "." { String::new() } else { path };
@@ -102,7 +141,7 @@ fn typed(v: &Value) -> Result<Config, Vec<FieldError>> {
         }
         // serde reports an unknown key at the path of the key itself.
         let value = lookup(v, &path).map(short).unwrap_or_default();
-        vec![FieldError::new(path, value, tidy(&msg))]
+        FieldError::new(path, value, tidy(&msg))
     })
 }
 

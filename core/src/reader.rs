@@ -57,8 +57,10 @@ impl<'a> Reader<'a> {
                     None
                 } else {
                     match n.as_f64() {
-                        Some(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => {
-                            Some(f as u64)
+                        // 4e3 is 4000; a whole number beyond u64 (1e30) saturates, so that
+                        // the field's range check reports it as out of range, not as a fraction
+                        Some(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => {
+                            Some(if f < 1.8e19 { f as u64 } else { u64::MAX })
                         }
                         _ => {
                             self.err(key, v, "must be a whole number");
@@ -159,9 +161,14 @@ impl<'a> Reader<'a> {
 /// Checks a size against its allowed range; records an error and returns `None` if out.
 pub(crate) fn bounded(r: &Reader, key: &str, v: u64, lo: u64, hi: u64) -> Option<u64> {
     if v < lo || v > hi {
+        // the value as written (1e30, "2T"), not as saturated
+        let shown = r.map.get(key).map_or(v.to_string(), |x| match x {
+            Value::String(s) => s.clone(),
+            x => x.to_string(),
+        });
         r.errors.borrow_mut().push(FieldError::new(
             r.path(key),
-            v,
+            shown,
             format!("must be a whole number from {lo} to {hi}"),
         ));
         None

@@ -282,6 +282,11 @@ impl<'de> de::Visitor<'de> for CountVisitor {
             Ok(v as u64)
         } else if v < 0.0 {
             Err(E::custom(format!("must not be negative, got {v}")))
+        } else if v.is_finite() && v.fract() == 0.0 {
+            Err(E::custom(format!(
+                "{v} is too large (at most {})",
+                u64::MAX
+            )))
         } else {
             Err(E::custom(format!("expected a whole number, got {v}")))
         }

@@ -408,6 +408,20 @@ fn zero_and_negative_values() {
         json!({"training": {"micro_batch_size": "lots"}}),
         "training.micro_batch_size",
     );
+    // a whole number written with an exponent is read as one: 4e3 is 4000 tokens; one too
+    // large for any count says so (not "not a whole number"; the form names the field's
+    // range, core/tests/fields.rs)
+    let c = cfg(json!({"model": {"preset": "llama-3.1-8b"}, "training": {"seq_len": 4e3}}));
+    assert_eq!(c.training.seq_len, 4000);
+    let e = error_at(json!({"training": {"seq_len": 1e30}}), "training.seq_len");
+    assert_eq!(e.value, "1e+30");
+    assert!(e.message.contains("is too large"), "{e}");
+    // a count read by the model reader saturates and fails the field's range
+    let e = error_at(
+        json!({"model": {"hf_config": {"model_type": "llama", "hidden_size": 1e30}}}),
+        "model.hf_config.hidden_size",
+    );
+    assert!(e.message.contains("from"), "{e}");
 }
 
 #[test]

@@ -247,3 +247,88 @@ fn every_field_is_a_key_of_the_schema_and_every_choice_parses() {
         }
     }
 }
+
+#[test]
+fn every_unreadable_field_is_reported_at_once() {
+    // serde stops at the first bad value; the reader leaves it out and reads again, so a
+    // form with two unparseable fields flags both
+    let errs = errors_of(json!({"model": {"preset": "llama-3.1-8b"},
+        "training": {"micro_batch_size": "lots", "seq_len": "long"},
+        "hardware": {"num_gpus": "many"}}));
+    let mut fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "hardware.num_gpus",
+            "training.micro_batch_size",
+            "training.seq_len"
+        ],
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_hidden_field_never_blocks_the_form() {
+    use calc_core::fields::{parse_form, without_hidden};
+    // TP 4 typed under Megatron, then the engine switched to DDP: the form hides TP
+    let doc = json!({"model": {"preset": "llama-3.1-8b"},
+        "parallelism": {"tensor_parallel_size": 4, "pipeline_parallel_size": 2},
+        "engine": {"type": "ddp"}, "hardware": {"num_gpus": 8}});
+    // read as written (a config file), DDP with TP is an error ...
+    assert!(
+        errors_of(doc.clone())
+            .iter()
+            .any(|e| e.field.starts_with("parallelism."))
+    );
+    // ... the form computes without the hidden fields, its task kept
+    let c = parse_form(&doc).unwrap();
+    assert_eq!(c.parallelism.tensor_parallel_size, 1);
+    let shown = without_hidden(&doc);
+    assert_eq!(shown["parallelism"], json!({}));
+    assert_eq!(shown["mode"], json!("training"));
+    // inference mode: the training section's fields are hidden, the task stays inference
+    let inf = json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "training": {"micro_batch_size": 0}, "inference": {"context_len": 2048}});
+    assert!(parse_form(&inf).is_ok());
+    // with a training engine left in the document (its type is a training field)
+    let mut inf2 = inf.clone();
+    inf2["engine"] = json!({"type": "deepspeed", "zero_stage": 3});
+    assert!(parse_form(&inf2).is_ok(), "{:?}", parse_form(&inf2));
+    assert!(without_hidden(&inf2).get("engine").is_none());
+    assert_eq!(without_hidden(&inf)["mode"], json!("inference"));
+    // a number beyond any count is out of the field's range, not "not a whole number"
+    let big = json!({"model": {"preset": "llama-3.1-8b"}, "training": {"seq_len": 1e30}});
+    let e = parse_form(&big).unwrap_err();
+    assert_eq!(e[0].field, "training.seq_len");
+    assert!(
+        e[0].message.starts_with("must be a whole number from 1 to"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn every_choice_shows_an_option_when_its_key_is_left_out() {
+    // the form shows, for an absent key, the config's value (the export), else the
+    // unwritten default, else the "default" option (null): one of them is always listed
+    use calc_core::fields::Kind;
+    let base = json!({"model": {"preset": "llama-3.1-8b"}, "training": {"lora": {}},
+        "inference": {}, "engine": {"type": "deepspeed", "zero_stage": 3}});
+    let exported = serde_json::to_value(calc_core::Config::from_value(base).unwrap()).unwrap();
+    for f in fields() {
+        let Kind::Choice(c) = f.kind else { continue };
+        let at = f
+            .path
+            .split('.')
+            .try_fold(&exported, |cur, seg| cur.get(seg))
+            .cloned();
+        let shown = at
+            .filter(|v| !v.is_null())
+            .or_else(|| c.unwritten_default())
+            .unwrap_or(Value::Null);
+        let listed = c.list().iter().any(|o| o.value == shown)
+            // engine options of other engines are not in this document
+            || f.path.starts_with("engine.");
+        assert!(listed, "{}: {shown} is not an option", f.path);
+    }
+}

@@ -432,6 +432,113 @@ test('state: a link reproduces the page; bad links and imports are rejected, not
   await context.close();
 });
 
+/** Every visible form field against the exported JSON (what calc-core computes with): a
+ * text field shows the value or, where the document leaves it out, the default as its
+ * placeholder; a key the export leaves out (auto / none) is an empty field, an unchecked box
+ * or the "default" option. Returns the differences. */
+async function formVersusExport(page) {
+  await page.waitForTimeout(150);  // the export follows the document at once; settle the page
+  await page.evaluate(() => navigator.clipboard.writeText('-'));
+  await page.click('#copy');
+  await page.waitForFunction(() => navigator.clipboard.readText().then(t => t !== '-'));
+  const doc = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+  const shown = await page.evaluate(() => [...document.querySelectorAll('section.inputs input, section.inputs select')]
+    .filter(e => e.offsetParent !== null && e.id && !e.id.startsWith('hf-') && e.type !== 'file')
+    .map(e => ({ id: e.id, type: e.type, value: e.type === 'checkbox' ? e.checked : (e.value === '' && e.tagName === 'INPUT' ? e.placeholder : e.value) })));
+  const at = (o, p) => p.split('.').reduce((c, k) => c == null ? undefined : c[k], o);
+  const diffs = [];
+  for (const f of shown) {
+    const want = at(doc, f.id.replace(/-/g, '.'));
+    let got = f.value;
+    // a select always shows one of its options (an empty value: none matched)
+    if (f.type === 'select-one' && !['model-preset', 'hardware-gpu'].includes(f.id)) got = got === '' ? '(none)' : JSON.parse(got);
+    const same = want === undefined
+      // left out of the export: auto / none / the unwritten default option / the GPU the
+      // estimate used
+      ? [null, false, '', 'preset size'].includes(got) || (f.type === 'select-one' && got !== '(none)')
+      : JSON.stringify(got) === JSON.stringify(want) || String(want) === got
+        || (Array.isArray(want) && want.join(', ') === got);
+    if (!same) diffs.push(`${f.id}: shows ${JSON.stringify(got)}, computed ${JSON.stringify(want)}`);
+  }
+  assert.ok(shown.length > 15, `${shown.length} fields`);
+  return diffs;
+}
+
+test('one source of truth: the form shows what is computed after import, reset, links, switches and reload', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ORIGIN });
+  const { page, errors } = await openPage(context);
+  const same = async what => assert.deepEqual(await formVersusExport(page), [], what);
+  await same('first visit');
+  // typed values, then an import: the fields show the imported document
+  await page.fill('#training-micro_batch_size', '3');
+  await page.fill('#training-seq_len', '8192');
+  await page.click('#import summary');
+  await page.fill('#import-text', '{"schema_version":2,"model":{"preset":"llama-3.1-8b"},"training":{"micro_batch_size":2,"seq_len":1024},"engine":{"type":"fsdp"},"hardware":{"num_gpus":4}}');
+  await page.click('#import-apply');
+  assert.equal(await page.inputValue('#training-micro_batch_size'), '2');
+  assert.equal(await page.inputValue('#training-seq_len'), '1024');
+  assert.equal(await page.inputValue('#hardware-gpu'), 'h100-80gb', 'the GPU used, not "Custom size"');
+  await same('import');
+  await page.fill('#training-micro_batch_size', '5');
+  await page.click('#reset');
+  assert.equal(await page.inputValue('#training-micro_batch_size'), '1');
+  await same('reset');
+  // modes: LoRA rank, alpha, targets show calc-core's defaults
+  await page.click('#mode-finetuning');
+  assert.equal(await page.inputValue('#training-lora-rank'), '8');
+  await same('fine-tuning');
+  await page.click('#mode-inference');
+  await page.locator('#verdict', { hasText: /Fits|Does not fit|Serves/ }).waitFor();
+  assert.equal(await page.locator('section.results.stale').count(), 0, 'a training engine left behind does not block inference');
+  await same('inference');
+  await page.click('#mode-training');
+  await page.click('#mode-training');
+  await page.selectOption('#engine-type', '"megatron"');
+  await same('engine switch');
+  await page.selectOption('#model-preset', 'llama-2-70b');
+  await same('preset');
+  // a hidden field never blocks: TP 2 under Megatron, then DDP (TP hidden)
+  await page.fill('#parallelism-tensor_parallel_size', '2');
+  await page.selectOption('#engine-type', '"ddp"');
+  await page.locator('#parallelism-tensor_parallel_size').waitFor({ state: 'hidden' });
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  assert.equal(await page.locator('section.results.stale').count(), 0);
+  await same('engine switch with a hidden value');
+  // every unparseable field at once; a number beyond the range says so
+  await page.fill('#training-micro_batch_size', 'lots');
+  await page.fill('#training-seq_len', 'long');
+  await page.locator('#training-seq_len-error', { hasText: 'long' }).waitFor();
+  assert.equal(await page.locator('#training-micro_batch_size').getAttribute('aria-invalid'), 'true');
+  await page.fill('#training-micro_batch_size', '1');
+  await page.fill('#training-seq_len', '1e30');
+  await page.locator('#training-seq_len-error', { hasText: 'must be a whole number from 1 to' }).waitFor();
+  // an invalid edit is kept in the page, never saved or linked: after a reload the last
+  // valid configuration, and a message that says so
+  await page.fill('#training-seq_len', '2048');
+  await page.waitForFunction(() => JSON.parse(localStorage.getItem('gpu-mem-calc.config.v1')).training.seq_len === 2048);
+  const link = page.url();
+  await page.fill('#hardware-num_gpus', '0');
+  await page.waitForFunction(() => localStorage.getItem('gpu-mem-calc.draft.v1') !== null);
+  assert.equal(page.url(), link, 'the link keeps the last valid configuration');
+  await page.reload();
+  await page.locator('#status', { hasText: 'Your last edit was invalid and was not saved' }).waitFor();
+  assert.equal(await page.inputValue('#hardware-num_gpus'), '8');
+  assert.equal(await page.inputValue('#training-seq_len'), '2048');
+  await same('reload');
+  // a link pasted into the open page (only the fragment changes) loads
+  await page.fill('#training-seq_len', '555');
+  const other = new URL(link);
+  other.hash = '#c=1.' + Buffer.from(JSON.stringify({ schema_version: 2, model: { preset: 'qwen2.5-7b' }, training: { seq_len: 3072 } })).toString('base64url');
+  await page.evaluate(h => { location.hash = h; }, other.hash);
+  await page.locator('#status', { hasText: 'Loaded the configuration from the link' }).waitFor();
+  assert.equal(await page.inputValue('#training-seq_len'), '3072');
+  assert.equal(await page.inputValue('#model-preset'), 'qwen2.5-7b');
+  await same('link');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, colorScheme: 'dark' });
   const { page, errors } = await openPage(context);

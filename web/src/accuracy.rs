@@ -97,14 +97,13 @@ fn pair_rows(pairs: Vec<Pair>) -> impl IntoView {
 }
 
 /// The panel, collapsed; its content (which estimates every reference record) is built
-/// when it is first opened. `doc` is written only by the "use these overheads" button,
-/// which bumps `revision` so that the form shows the new values.
+/// when it is first opened. `doc` is written only by the "use these overheads" button (the
+/// form's fields follow the document).
 #[component]
 pub fn AccuracyPanel(
     parsed: Memo<Result<Config, Vec<FieldError>>>,
     last_good: Memo<Option<Estimate>>,
     doc: RwSignal<Value>,
-    revision: RwSignal<u32>,
 ) -> impl IntoView {
     let opened = RwSignal::new(false);
     view! {
@@ -112,7 +111,7 @@ pub fn AccuracyPanel(
             on:toggle=move |_| opened.set(true)>
             <summary>"How accurate is this?"</summary>
             <Show when=move || opened.get()>
-                <AccuracyBody parsed=parsed last_good=last_good doc=doc revision=revision />
+                <AccuracyBody parsed=parsed last_good=last_good doc=doc />
             </Show>
         </details>
     }
@@ -123,7 +122,6 @@ fn AccuracyBody(
     parsed: Memo<Result<Config, Vec<FieldError>>>,
     last_good: Memo<Option<Estimate>>,
     doc: RwSignal<Value>,
-    revision: RwSignal<u32>,
 ) -> impl IntoView {
     let peak = heldout_stats(|r| Some(r.peak.error));
     let acts = heldout_stats(|r| component(r, "activations"));
@@ -182,7 +180,6 @@ fn AccuracyBody(
                 d["overheads"]["allocator_reserve_fraction"] = json!((r * 1000.0).round() / 1000.0);
             }
         });
-        revision.update(|r| *r += 1);
     };
 
     view! {

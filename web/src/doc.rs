@@ -43,6 +43,11 @@ pub fn text_of(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
+        // 16.0 reads as 16 (an f64 field's whole value)
+        Some(Value::Number(n)) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
         Some(v) => v.to_string(),
     }
 }
@@ -109,5 +114,8 @@ mod tests {
         assert_eq!(value_of("abc", false), Some(json!("abc")));
         assert_eq!(value_of("", true), None);
         assert_eq!(value_of(" ", false), Some(json!("")));
+        assert_eq!(text_of(Some(&json!(16.0))), "16");
+        assert_eq!(text_of(Some(&json!(0.1))), "0.1");
+        assert_eq!(text_of(Some(&json!(4096))), "4096");
     }
 }

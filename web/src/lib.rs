@@ -21,8 +21,11 @@ use leptos::prelude::*;
 use serde_json::{Value, json};
 use wasm_bindgen::{JsCast, JsValue};
 
-/// localStorage key of the saved config document.
+/// localStorage key of the saved config document (the last valid one).
 pub const STORAGE_KEY: &str = "gpu-mem-calc.config.v1";
+/// localStorage key of the page's document while it is invalid (kept, never loaded over the
+/// saved one).
+pub const DRAFT_KEY: &str = "gpu-mem-calc.draft.v1";
 
 /// The document a first visit starts from.
 pub fn default_doc() -> Value {
@@ -47,19 +50,24 @@ fn load_saved() -> Option<Value> {
 }
 
 /// The document to start from: the link's (URL fragment) when it holds an acceptable one,
-/// else the saved one, else the default; and a message about the link.
+/// else the saved one, else the default; and a message about the link or an unsaved draft.
 fn initial_doc() -> (Value, String) {
     let saved = || load_saved().unwrap_or_else(default_doc);
     let hash = window().location().hash().unwrap_or_default();
+    let draft = LocalStorage::get::<Value>(DRAFT_KEY).is_ok();
+    const DRAFT: &str =
+        "Your last edit was invalid and was not saved: showing your last valid configuration.";
     match state::decode_fragment(&hash) {
+        // a reload: the page's own link is the saved configuration
+        Some(Ok(v)) if draft && load_saved().is_some_and(|s| s == v) => (v, DRAFT.into()),
         Some(Ok(v)) => (v, "Loaded the configuration from the link".into()),
         Some(Err(e)) => (
             saved(),
             format!(
-                "The link's configuration was rejected: {e}. Your saved configuration is unchanged."
+                "The link's configuration was rejected: {e}. Showing your last valid configuration."
             ),
         ),
-        None => (saved(), String::new()),
+        None => (saved(), if draft { DRAFT.into() } else { String::new() }),
     }
 }
 
@@ -85,11 +93,18 @@ pub fn run() {
 pub fn App() -> impl IntoView {
     let (initial, link_message) = initial_doc();
     let doc = RwSignal::new(initial);
-    // bumped when the whole document is replaced, so that the inputs show the new values
-    let revision = RwSignal::new(0u32);
     let status = RwSignal::new(link_message);
 
-    let parsed = Memo::new(move |_| Config::from_value(doc.get()));
+    // the fields the form hides are left out (calc-core's rule): a value left in one never
+    // blocks the result
+    let parsed = Memo::new(move |_| doc.with(fields::parse_form));
+    // What each field shows where the document leaves it out: the value calc-core computes
+    // with (the parsed config, defaults filled in, as "Export JSON" writes it); the last
+    // one that parsed while a field is unparseable.
+    let effective: Memo<Value> = Memo::new(move |prev: Option<&Value>| match parsed.get() {
+        Ok(c) => serde_json::to_value(&c).unwrap_or_default(),
+        Err(_) => prev.cloned().unwrap_or_default(),
+    });
     let result: Memo<Result<Estimate, Vec<FieldError>>> =
         Memo::new(move |_| parsed.get().and_then(|c| calc_core::estimate(&c)));
     let last_good: Memo<Option<Estimate>> =
@@ -126,15 +141,26 @@ pub fn App() -> impl IntoView {
     // what decides which fields apply (task, engine, runtime, weight format): calc-core's rule
     let ctx = Memo::new(move |_| doc.with(Context::of));
 
-    // persistence: the document (valid or not) is the user's work; the link follows it.
-    // Both are browser calls slow enough (localStorage and history are synchronous IPC,
-    // 5-25 ms measured) to delay a keystroke's frame, so they run 100 ms after the last
-    // change, and at once when the page is hidden or left.
+    // persistence: the saved document and the link hold the last valid configuration (as
+    // computed: the hidden fields left out); an invalid one is kept in the page and in a
+    // draft slot, never over the saved one. Both are browser calls slow enough
+    // (localStorage and history are synchronous IPC, 5-25 ms measured) to delay a
+    // keystroke's frame, so they run 100 ms after the last change, and at once when the
+    // page is hidden or left.
     let persist = move || {
         let d = doc.get_untracked();
-        let _ = LocalStorage::set(STORAGE_KEY, &d);
-        if let Ok(h) = window().history() {
-            let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&state::encode_fragment(&d)));
+        if result.with_untracked(|r| r.is_ok()) {
+            let valid = fields::without_hidden(&d);
+            let _ = LocalStorage::set(STORAGE_KEY, &valid);
+            LocalStorage::delete(DRAFT_KEY);
+            let fragment = state::encode_fragment(&valid);
+            if window().location().hash().ok().as_deref() != Some(fragment.as_str())
+                && let Ok(h) = window().history()
+            {
+                let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&fragment));
+            }
+        } else {
+            let _ = LocalStorage::set(DRAFT_KEY, &d);
         }
     };
     let generation = StoredValue::new(0u64);
@@ -152,11 +178,26 @@ pub fn App() -> impl IntoView {
         );
     });
     let _ = window_event_listener(leptos::ev::pagehide, move |_| persist());
-
-    let replace_doc = move |v: Value| {
-        doc.set(v);
-        revision.update(|r| *r += 1);
-    };
+    // a link pasted into the address bar of an open page changes only the fragment
+    let _ = window_event_listener(leptos::ev::hashchange, move |_| {
+        let hash = window().location().hash().unwrap_or_default();
+        match state::decode_fragment(&hash) {
+            // our own replaceState does not fire this; a link equal to the page changes nothing
+            Some(Ok(v))
+                if doc.with_untracked(|d| {
+                    fields::without_hidden(d) != fields::without_hidden(&v)
+                }) =>
+            {
+                doc.set(v);
+                status.set("Loaded the configuration from the link".into());
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => status.set(format!(
+                "The link's configuration was rejected: {e}. Your configuration is unchanged."
+            )),
+            None => {}
+        }
+    });
 
     let export_text = move || match parsed.get_untracked() {
         Ok(c) => c.to_json_pretty(),
@@ -207,7 +248,7 @@ pub fn App() -> impl IntoView {
     // a ds_config.json exists for the engines that run DeepSpeed ZeRO
     let is_deepspeed = move || ctx.with(|c| c.engine.zero_options().is_some());
     let on_reset = move |_| {
-        replace_doc(default_doc());
+        doc.set(default_doc());
         status.set("Reset to the default configuration".into());
     };
 
@@ -221,26 +262,21 @@ pub fn App() -> impl IntoView {
         </header>
         <main class="layout">
             <section class="inputs" aria-label="Configuration">
-                {move || {
-                    revision.get();
-                    view! {
-                        <ModeSwitch doc=doc ctx=ctx />
-                        <ModelPicker doc=doc last_good=last_good errors=errors />
-                        <GpuPicker doc=doc errors=errors />
-                        {SECTIONS
-                            .iter()
-                            .map(|sec| {
-                                view! {
-                                                                        <details class="group" open=sec.open
-                                        style:display=move || if ctx.with(|c| sec.applies(c)) { "" } else { "none" }>
-                                        <summary>{sec.title}</summary>
-                                        {sec.fields.iter().map(|f| view! { <Field spec=f doc=doc ctx=ctx errors=errors /> }).collect_view()}
-                                    </details>
-                                }
-                            })
-                            .collect_view()}
-                    }
-                }}
+                <ModeSwitch doc=doc ctx=ctx />
+                <ModelPicker doc=doc last_good=last_good errors=errors />
+                <GpuPicker doc=doc last_good=last_good errors=errors />
+                {SECTIONS
+                    .iter()
+                    .map(|sec| {
+                        view! {
+                            <details class="group" open=sec.open
+                                style:display=move || if ctx.with(|c| sec.applies(c)) { "" } else { "none" }>
+                                <summary>{sec.title}</summary>
+                                {sec.fields.iter().map(|f| view! { <Field spec=f doc=doc effective=effective ctx=ctx errors=errors /> }).collect_view()}
+                            </details>
+                        }
+                    })
+                    .collect_view()}
             </section>
             <section class="results" class:stale=move || stale.get() aria-live="polite">
                 <Verdict last_good=last_good stale=stale />
@@ -256,11 +292,11 @@ pub fn App() -> impl IntoView {
                         .and_then(|c| calc_core::export::gpu_fits(c).ok())
                         .map(|f| chart::render_fits_svg(&f, (720, 340)))
                         .unwrap_or_default())></div>
-                <Solvers parsed=settled doc=doc revision=revision status=status />
-                <plan::PlanPanel settled=settled last_good=last_good doc=doc revision=revision status=status />
+                <Solvers parsed=settled doc=doc status=status />
+                <plan::PlanPanel settled=settled last_good=last_good doc=doc status=status />
                 <Breakdown last_good=last_good />
-                <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc revision=revision />
-                <Import doc=doc revision=revision status=status />
+                <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc />
+                <Import doc=doc status=status />
                 <div id="sweep" class="chart" inner_html=move || settled.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
@@ -303,10 +339,32 @@ fn has_field(path: &str) -> bool {
         || fields::field(path).is_some()
 }
 
+/// The text of an input bound to the document at `path`. What the user types is kept as
+/// typed (so that "1e" or "q_proj," can be finished); whenever the document's value changes
+/// to one the text does not stand for (an import, a reset, a link, a preset, mode or engine
+/// switch, a "use this" button), the text becomes the document's.
+fn bound_text(
+    doc: RwSignal<Value>,
+    path: &'static str,
+    text_of: fn(Option<&Value>) -> String,
+    value_of: impl Fn(&str) -> Option<Value> + 'static,
+) -> RwSignal<String> {
+    let current = Memo::new(move |_| doc.with(|d| doc::get(d, path).cloned()));
+    let text = RwSignal::new(text_of(current.get_untracked().as_ref()));
+    Effect::new(move |_| {
+        let v = current.get();
+        if text.with_untracked(|t| value_of(t)) != v {
+            text.set(text_of(v.as_ref()));
+        }
+    });
+    text
+}
+
 #[component]
 fn Field(
     spec: &'static Field,
     doc: RwSignal<Value>,
+    effective: Memo<Value>,
     ctx: Memo<Context>,
     errors: Memo<Vec<FieldError>>,
 ) -> impl IntoView {
@@ -316,41 +374,60 @@ fn Field(
     let help_id = format!("{id}-help");
     let error = Memo::new(move |_| errors.with(|e| field_errors(e, path)));
     let visible = move || ctx.with(|c| spec.applies(c));
-    let initial = doc.with_untracked(|d| doc::get(d, path).cloned());
+    // the value computed with: the document's, else calc-core's default for it
+    let computed = move || {
+        doc.with(|d| doc::get(d, path).filter(|v| !v.is_null()).cloned())
+            .or_else(|| effective.with(|e| doc::get(e, path).filter(|v| !v.is_null()).cloned()))
+    };
+    // where the document leaves a text field empty, the placeholder shows the default used
+    let placeholder = move |text_of: fn(Option<&Value>) -> String| {
+        move || effective.with(|e| text_of(doc::get(e, path)))
+    };
     let described = format!("{help_id} {err_id}");
     let control = match spec.kind {
         Kind::Count | Kind::Number => {
-            let text = doc::text_of(initial.as_ref());
+            let text = bound_text(doc, path, doc::text_of, move |t| {
+                doc::value_of(t, spec.optional)
+            });
             view! {
-                <input id=id.clone() type="text" inputmode="decimal" autocomplete="off" value=text
+                <input id=id.clone() type="text" inputmode="decimal" autocomplete="off"
+                    prop:value=move || text.get() placeholder=placeholder(doc::text_of)
                     aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
                     aria-describedby=described.clone()
                     on:input=move |ev| {
-                        let v = doc::value_of(&event_target_value(&ev), spec.optional);
+                        let t = event_target_value(&ev);
+                        let v = doc::value_of(&t, spec.optional);
+                        text.set(t);
                         doc.update(|d| doc::set(d, path, v));
                     } />
             }
             .into_any()
         }
         Kind::Targets => {
-            let text = doc::targets_text(initial.as_ref());
+            let text = bound_text(doc, path, doc::targets_text, |t| {
+                Some(doc::targets_value(t))
+            });
             view! {
-                <input id=id.clone() type="text" autocomplete="off" value=text placeholder="q_proj, v_proj or all-linear"
+                <input id=id.clone() type="text" autocomplete="off"
+                    prop:value=move || text.get() placeholder=placeholder(doc::targets_text)
                     aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
                     aria-describedby=described.clone()
                     on:input=move |ev| {
-                        let v = doc::targets_value(&event_target_value(&ev));
+                        let t = event_target_value(&ev);
+                        let v = doc::targets_value(&t);
+                        text.set(t);
                         doc.update(|d| doc::set(d, path, Some(v)));
                     } />
             }
             .into_any()
         }
         Kind::Check => {
-            let checked = initial
-                .clone()
-                .or_else(|| fields::default_at(path, ctx.with_untracked(|c| c.engine.kind())))
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false);
+            let checked = move || {
+                computed()
+                    .or_else(|| fields::default_at(path, ctx.with(|c| c.engine.kind())))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false)
+            };
             view! {
                 <input id=id.clone() type="checkbox" prop:checked=checked aria-describedby=described.clone()
                     on:change=move |ev| {
@@ -366,11 +443,13 @@ fn Field(
                 .into_iter()
                 .map(|c| (c.value.to_string(), c.label.to_string()))
                 .collect();
-            let current = initial
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "null".into());
+            let current = move || {
+                computed()
+                    .or_else(|| choices.unwritten_default())
+                    .map_or_else(|| "null".to_string(), |v| v.to_string())
+            };
             view! {
-                <select id=id.clone() aria-describedby=described.clone()
+                <select id=id.clone() aria-describedby=described.clone() prop:value=current
                     aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
                     on:change=move |ev| {
                         let raw = event_target_value(&ev);
@@ -388,10 +467,7 @@ fn Field(
                     }>
                     {options
                         .into_iter()
-                        .map(|(value, label)| {
-                            let selected = value == current;
-                            view! { <option value=value selected=selected>{label}</option> }
-                        })
+                        .map(|(value, label)| view! { <option value=value>{label}</option> })
                         .collect_view()}
                 </select>
             }
@@ -477,14 +553,33 @@ fn short_count(published: &str) -> String {
 }
 
 #[component]
-fn GpuPicker(doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -> impl IntoView {
-    let current = doc.with_untracked(|d| {
-        doc::get(d, "hardware.gpu")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
+fn GpuPicker(
+    doc: RwSignal<Value>,
+    last_good: Memo<Option<Estimate>>,
+    errors: Memo<Vec<FieldError>>,
+) -> impl IntoView {
+    // the GPU computed with: the document's preset; none with a custom size; else the GPU
+    // calc-core chose (its default when the document names none)
+    let current = move || {
+        doc.with(|d| {
+            match (
+                doc::get(d, "hardware.gpu").and_then(|v| v.as_str()),
+                doc::get(d, "hardware.gpu_memory_gb").filter(|v| !v.is_null()),
+            ) {
+                (Some(id), _) => id.to_string(),
+                (None, Some(_)) => String::new(),
+                (None, None) => last_good.with(|e| {
+                    e.as_ref()
+                        .map(|e| e.gpu.id.clone())
+                        .filter(|id| id != "custom")
+                        .unwrap_or_default()
+                }),
+            }
+        })
+    };
+    let mem_text = bound_text(doc, "hardware.gpu_memory_gb", doc::text_of, |t| {
+        doc::value_of(t, true)
     });
-    let mem_text = doc.with_untracked(|d| doc::text_of(doc::get(d, "hardware.gpu_memory_gb")));
     let gpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu")));
     let mem_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu_memory_gb")));
     view! {
@@ -492,29 +587,28 @@ fn GpuPicker(doc: RwSignal<Value>, errors: Memo<Vec<FieldError>>) -> impl IntoVi
             <legend>"Hardware"</legend>
             <div class="field">
                 <label for="hardware-gpu">"GPU"</label>
-                <select id="hardware-gpu" aria-describedby="hardware-gpu-error"
+                <select id="hardware-gpu" aria-describedby="hardware-gpu-error" prop:value=current
                     on:change=move |ev| {
                         let id = event_target_value(&ev);
                         doc.update(|d| doc::set(d, "hardware.gpu", if id.is_empty() { None } else { Some(json!(id)) }));
                     }>
                     {presets::gpu_presets()
                         .iter()
-                        .map(|g| {
-                            let selected = g.id == current;
-                            view! { <option value=g.id.clone() selected=selected>{format!("{} ({})", g.name, fmt_gib(g.memory_bytes))}</option> }
-                        })
+                        .map(|g| view! { <option value=g.id.clone()>{format!("{} ({})", g.name, fmt_gib(g.memory_bytes))}</option> })
                         .collect_view()}
-                    <option value="" selected=current.is_empty()>"Custom size"</option>
+                    <option value="">"Custom size"</option>
                 </select>
                 <p id="hardware-gpu-error" class="field-error" class:hidden=move || gpu_error.with(|e| e.is_none())>{move || gpu_error.get().unwrap_or_default()}</p>
             </div>
             <div class="field" class:invalid=move || mem_error.with(|e| e.is_some())>
                 <label for="hardware-gpu_memory_gb">"GPU memory" <span class="unit">" (GB, or e.g. 80GiB)"</span></label>
-                <input id="hardware-gpu_memory_gb" type="text" inputmode="decimal" value=mem_text placeholder="preset size"
+                <input id="hardware-gpu_memory_gb" type="text" inputmode="decimal" prop:value=move || mem_text.get() placeholder="preset size"
                     aria-invalid=move || if mem_error.with(|e| e.is_some()) { "true" } else { "false" }
                     aria-describedby="hardware-gpu_memory_gb-help hardware-gpu_memory_gb-error"
                     on:input=move |ev| {
-                        let v = doc::value_of(&event_target_value(&ev), true);
+                        let t = event_target_value(&ev);
+                        let v = doc::value_of(&t, true);
+                        mem_text.set(t);
                         doc.update(|d| doc::set(d, "hardware.gpu_memory_gb", v));
                     } />
                 <small id="hardware-gpu_memory_gb-help" class="help">"Overrides the preset's capacity. A number is GB (10^9 bytes)."</small>
@@ -693,7 +787,6 @@ fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
 fn Solvers(
     parsed: Memo<Result<Config, Vec<FieldError>>>,
     doc: RwSignal<Value>,
-    revision: RwSignal<u32>,
     status: RwSignal<String>,
 ) -> impl IntoView {
     use calc_core::solve::{Target, solve};
@@ -738,7 +831,6 @@ fn Solvers(
                     <button class="use-solution secondary" title="Load this answer and its layout into the form"
                         on:click=move |_| {
                             doc.set(v.clone());
-                            revision.update(|r| *r += 1);
                             status.set(format!("Loaded {loaded}"));
                         }>"Use"</button>
                 });
@@ -799,17 +891,12 @@ fn sweep_total(e: &Estimate) -> u64 {
 /// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace
 /// the current one; a rejected one leaves everything as it was and says why.
 #[component]
-fn Import(
-    doc: RwSignal<Value>,
-    revision: RwSignal<u32>,
-    status: RwSignal<String>,
-) -> impl IntoView {
+fn Import(doc: RwSignal<Value>, status: RwSignal<String>) -> impl IntoView {
     let error = RwSignal::new(String::new());
     let text = RwSignal::new(String::new());
     let use_text = move |t: &str, from: &str| match state::accept_text(t) {
         Ok(v) => {
             doc.set(v);
-            revision.update(|r| *r += 1);
             error.set(String::new());
             status.set(format!("Imported the configuration{from}"));
         }

@@ -148,7 +148,6 @@ pub fn PlanPanel(
     settled: Memo<Result<Config, Vec<FieldError>>>,
     last_good: Memo<Option<Estimate>>,
     doc: RwSignal<Value>,
-    revision: RwSignal<u32>,
     status: RwSignal<String>,
 ) -> impl IntoView {
     let opened = RwSignal::new(false);
@@ -244,7 +243,6 @@ pub fn PlanPanel(
     let load = move |p: &Plan| match serde_json::to_value(&p.config) {
         Ok(v) => {
             doc.set(v);
-            revision.update(|r| *r += 1);
             status.set(format!("Loaded plan {}: {}", p.rank, p.summary));
         }
         Err(e) => status.set(format!("Could not load the plan: {e}")),

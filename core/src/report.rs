@@ -317,6 +317,21 @@ pub struct ServingEstimate {
     pub one_sequence_bytes: u64,
 }
 
+impl ServingEstimate {
+    /// Fills the figures derived from the others (both serving engines build through this,
+    /// with those two fields at zero): `max_concurrency` = `kv_cache_tokens /
+    /// max_model_len`; `one_sequence_bytes` = weights + peak activation + non-torch memory
+    /// + `kv_bytes_per_token x max_model_len`.
+    pub(crate) fn with_derived(mut self) -> ServingEstimate {
+        self.max_concurrency = self.kv_cache_tokens as f64 / self.max_model_len.max(1) as f64;
+        self.one_sequence_bytes = self.weights_bytes
+            + self.peak_activation_bytes
+            + self.non_torch_bytes
+            + self.kv_bytes_per_token * self.max_model_len;
+        self
+    }
+}
+
 /// The terms of one phase, one slot per [`Component`].
 #[derive(Debug, Clone)]
 pub(crate) struct Phase {

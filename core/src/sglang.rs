@@ -177,14 +177,12 @@ fn sglang(s: &InferStage) -> StageOutcome {
         kv_bytes_per_token: per_token_bytes,
         kv_cache_tokens: tokens,
         max_model_len,
-        max_concurrency: tokens as f64 / max_model_len.max(1) as f64,
+        max_concurrency: 0.0,
         fits,
         message,
-        one_sequence_bytes: weights_bytes
-            + act_bytes
-            + group_bytes
-            + per_token_bytes * max_model_len,
-    };
+        one_sequence_bytes: 0,
+    }
+    .with_derived();
     let mut serve = Phase::new(PhaseName::Serving);
     serve
         .set(Component::Weights, weights)

@@ -451,7 +451,7 @@ fn generate(s: &InferStage) -> StageOutcome {
             Component::Activations,
             Term::new(
                 prefill_activations,
-                format!("the larger of two moments beside the logits: the layer loop ({workspace_source}; attention masks, transformers masking_utils; the embedding output held by the layer loop) less the logits, which do not exist yet then; or, at the LM head, the final hidden states (modeling_*: `self.lm_head(hidden_states[:, slice_indices, :])` reads a view of them)"),
+                crate::term::source!("the larger of two moments beside the logits: the layer loop ({workspace_source}; attention masks, transformers masking_utils; the embedding output held by the layer loop) less the logits, which do not exist yet then; or, at the LM head, the final hidden states (modeling_*: `self.lm_head(hidden_states[:, slice_indices, :])` reads a view of them)"),
             ),
         )
         .set(Component::Logits, Term::new(logits_prefill, logits_source));

@@ -452,11 +452,11 @@ fn overhead_terms(r: &Resolved, peak: u64, o: &Overheads) -> [Term; 4] {
         bytes(ctx)
     };
     let context_source = if r.config.overheads.cuda_context_mib.is_some() {
-        "overheads.cuda_context_mib (user setting)".to_string()
+        "overheads.cuda_context_mib (user setting)".into()
     } else if gpu.id == "custom" {
-        "the A100 measurement (published case GT-31) for a GPU of custom size".to_string()
+        "the A100 measurement (published case GT-31) for a GPU of custom size".into()
     } else {
-        format!(
+        crate::term::source!(
             "{} preset (presets/gpus.json): measured CUDA context",
             gpu.name
         )

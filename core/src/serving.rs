@@ -71,7 +71,7 @@ pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
     };
     Term::new(
         n(hundredths, "hundredths of a GiB") * n(GIB_100, "B"),
-        format!("vLLM 0.19 non-torch memory measured {what}"),
+        crate::term::source!("vLLM 0.19 non-torch memory measured {what}"),
     )
 }
 
@@ -160,7 +160,7 @@ pub(crate) fn serving_weights(s: &InferStage) -> Term {
     let stored = stage_weights(s.r, s.st, storage(s.inf));
     Term::new(
         stored.expr + rotary_cache(s.arch, s.act),
-        format!(
+        crate::term::source!(
             "{}; the rotary cos_sin_cache (max_position_embeddings x rotary dim)",
             stored.source
         ),
@@ -328,7 +328,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
             Component::KvCache,
             Term::new(
                 Expr::max(vec![kv, n(0, "")]),
-                format!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
+                crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
             ),
         );
     s.outcome(vec![profile, serve], Some(serving))

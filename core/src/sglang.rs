@@ -191,7 +191,7 @@ fn sglang(s: &InferStage) -> StageOutcome {
             Component::KvCache,
             Term::new(
                 Expr::max(vec![pool, n(0, "")]),
-                format!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
+                crate::term::source!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
             ),
         );
     s.outcome(vec![serve], Some(serving))

@@ -80,10 +80,14 @@ impl Value {
     }
     fn add(self, o: Value) -> Value {
         // whole numbers (nearly every value): no common denominator to find
-        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o)
-            && let Some(s) = a.checked_add(c)
-        {
-            return Value::Exact(s, 1);
+        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o) {
+            // two 64-bit values cannot overflow an i128 sum
+            if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(c)) {
+                return Value::Exact(i128::from(x) + i128::from(y), 1);
+            }
+            if let Some(s) = a.checked_add(c) {
+                return Value::Exact(s, 1);
+            }
         }
         self.exact2(o)
             .and_then(|(a, b, c, d)| {
@@ -102,10 +106,14 @@ impl Value {
         }
     }
     fn mul(self, o: Value) -> Value {
-        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o)
-            && let Some(p) = a.checked_mul(c)
-        {
-            return Value::Exact(p, 1);
+        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o) {
+            // two 64-bit factors cannot overflow an i128 product (one widening multiply)
+            if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(c)) {
+                return Value::Exact(i128::from(x) * i128::from(y), 1);
+            }
+            if let Some(p) = a.checked_mul(c) {
+                return Value::Exact(p, 1);
+            }
         }
         self.exact2(o)
             .and_then(|(a, b, c, d)| {
@@ -222,6 +230,20 @@ pub(crate) fn numeric<T>(f: impl FnOnce() -> T) -> T {
     let _reset = Reset(NUMERIC.with(|c| c.replace(true)));
     f()
 }
+
+/// A term's source text from `format!` arguments, formatted only outside [`numeric`] mode
+/// (a numeric estimate reports no text, so it builds none): a `Cow<'static, str>`, empty in
+/// numeric mode.
+macro_rules! source {
+    ($($arg:tt)*) => {
+        if $crate::term::is_numeric() {
+            ::std::borrow::Cow::<'static, str>::Borrowed("")
+        } else {
+            ::std::borrow::Cow::<'static, str>::Owned(format!($($arg)*))
+        }
+    };
+}
+pub(crate) use source;
 
 /// An arithmetic expression over labelled numbers; its value is computed as it is built.
 #[derive(Debug, Clone)]

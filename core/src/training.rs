@@ -268,7 +268,7 @@ fn lora_states(
     let adapters = std::mem::replace(&mut s.weights, Term::zero());
     let adapters = Term::new(
         adapters.expr,
-        format!(
+        crate::term::source!(
             "PEFT LoRA (Hu et al. 2021): A (r x in) and B (out x r) per targeted module; {}",
             adapters.source
         ),
@@ -289,7 +289,7 @@ fn lora_states(
     let frozen_bytes = frozen.bytes();
     s.weights = Term::new(
         frozen.expr.div_ceil(n(shard, "GPUs sharing the weights")),
-        format!("frozen base model (PEFT LoRA); {}", frozen.source),
+        crate::term::source!("frozen base model (PEFT LoRA); {}", frozen.source),
     );
     if shard > 1 {
         // the frozen base is gathered like full weights (in its stored format)
@@ -916,7 +916,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                         Component::BackwardTemporaries,
                         Term::new(
                             act.transient.clone(),
-                            format!("the last layer's backward: {transient_source}"),
+                            crate::term::source!("the last layer's backward: {transient_source}"),
                         ),
                     );
             }
@@ -927,7 +927,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                         Component::BackwardTemporaries,
                         Term::new(
                             act.transient.clone() + act.layer_saved.clone(),
-                            format!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
+                            crate::term::source!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
                         ),
                     );
             }

@@ -73,7 +73,7 @@ impl EngineModel for DdpOptions {
             if self.gradient_as_bucket_view {
                 s.gradients = Term::new(
                     s.gradients.expr,
-                    format!(
+                    crate::term::source!(
                         "{source}; gradient_as_bucket_view=true: the gradients are views into them"
                     ),
                 );

@@ -68,7 +68,7 @@ impl FsdpOptions {
         let compute = self.param_bytes(r.config.training.precision, b.weight);
         let params = || n(p.total(), "params");
         let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
-        let strategy = format!("FSDP {}", self.strategy().name());
+        let strategy = crate::term::source!("FSDP {}", self.strategy().name());
         let mut s = States::default();
         if self.cpu_offload {
             // CPUOffload(offload_params=True): the shards of parameters, gradients and
@@ -85,7 +85,7 @@ impl FsdpOptions {
                 "torch.distributed.fsdp CPUOffload(offload_params=True): parameter, gradient and optimizer-state shards in CPU memory",
             );
         } else {
-            let source = format!(
+            let source = crate::term::source!(
                 "{strategy}: sharded over the shard group; {}",
                 super::regime_source(r)
             );
@@ -100,7 +100,7 @@ impl FsdpOptions {
             s.master = Term::new(shard(bytes(b.master) * params(), group, label), source);
             s.optimizer = Term::new(
                 shard(opt_dense + opt_expert, group, label),
-                format!("{strategy}: sharded; {}", super::optimizer_source(r)),
+                crate::term::source!("{strategy}: sharded; {}", super::optimizer_source(r)),
             );
             s.step_temporaries = Term::new(
                 shard(
@@ -113,14 +113,16 @@ impl FsdpOptions {
         }
         s.gathered = Term::new(
             bytes(compute) * self.unsharded1(p),
-            format!(
+            crate::term::source!(
                 "{strategy} (FSDP1): root unit not resharded after forward; BACKWARD_PRE prefetch of the next unit; units all-gathered in MixedPrecision param_dtype"
             ),
         );
         if group > 1 {
             s.gathered_grads = Term::new(
                 bytes(compute) * n(p.largest_layer, "params of the largest layer"),
-                format!("{strategy}: unsharded gradients of the unit being reduce-scattered"),
+                crate::term::source!(
+                    "{strategy}: unsharded gradients of the unit being reduce-scattered"
+                ),
             );
         }
         s

@@ -340,7 +340,7 @@ impl FsdpOptions {
             };
             s.optimizer = Term::new(
                 optimizer,
-                format!(
+                crate::term::source!(
                     "optimizer states of the sharded parameters; {}",
                     super::optimizer_source(r)
                 ),

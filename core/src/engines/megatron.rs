@@ -73,7 +73,7 @@ impl EngineModel for MegatronOptions {
             optimizer: Term::new(
                 shard(opt_dense, dense_shard, "data-parallel ranks")
                     + shard(opt_expert, expert_shard, "expert-data-parallel ranks"),
-                format!("{source}; {}", super::optimizer_source(r)),
+                crate::term::source!("{source}; {}", super::optimizer_source(r)),
             ),
             grads_persistent: true,
             ..States::default()

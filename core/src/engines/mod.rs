@@ -332,8 +332,8 @@ pub(crate) fn shard(x: Expr, shards: u64, label: &'static str) -> Expr {
 }
 
 /// The source line of the precision regime's bytes per element.
-pub(crate) fn regime_source(r: &Resolved) -> String {
-    format!(
+pub(crate) fn regime_source(r: &Resolved) -> std::borrow::Cow<'static, str> {
+    crate::term::source!(
         "precision table (core/src/precision.rs): {}",
         crate::precision::describe(r.config.training.precision, r.framework)
     )

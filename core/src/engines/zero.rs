@@ -153,7 +153,7 @@ impl ZeroOptions {
                 dense + expert
             }
         };
-        let zero = format!("DeepSpeed ZeRO stage {stage}");
+        let zero = crate::term::source!("DeepSpeed ZeRO stage {stage}");
         let regime = super::regime_source(r);
         let mut s = States::default();
         // master weights, optimizer states and the fp32 gradient partition built for the step
@@ -163,12 +163,14 @@ impl ZeroOptions {
                     bytes(b.master) * n(p.dense, "dense params"),
                     bytes(b.master) * n(p.expert, "expert params"),
                 ),
-                format!("{zero} (ZeRO paper Sec. 3.1): fp32 master weights, sharded from stage 1"),
+                crate::term::source!(
+                    "{zero} (ZeRO paper Sec. 3.1): fp32 master weights, sharded from stage 1"
+                ),
             );
             let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
             s.optimizer = Term::new(
                 sharded(opt_dense, opt_expert),
-                format!(
+                crate::term::source!(
                     "{zero}: optimizer states sharded from stage 1; {}",
                     super::optimizer_source(r)
                 ),
@@ -230,19 +232,19 @@ impl ZeroOptions {
                 // (`averaged_gradients`) for the step
                 s.gradients = Term::new(
                     bytes(b.grad) * n(params, "params"),
-                    format!(
+                    crate::term::source!(
                         "{zero}: whole gradients until the end of backward (partition_gradients=False)"
                     ),
                 );
                 s.step_gradients = Some(Term::new(
                     partition_grads(),
-                    format!(
+                    crate::term::source!(
                         "{zero}: this rank's gradient partition (averaged_gradients) at the step"
                     ),
                 ));
                 s.end_of_backward = Term::new(
                     partition_grads(),
-                    format!(
+                    crate::term::source!(
                         "{zero}: reduce_gradients at the end of backward allocates this rank's gradient partition while the whole gradients still exist"
                     ),
                 );
@@ -253,7 +255,9 @@ impl ZeroOptions {
                 // the first reduced bucket to the step (and over micro-batches)
                 s.gradients = Term::new(
                     partition_grads(),
-                    format!("{zero}: gradients sharded from stage 2 (grads_in_partition)"),
+                    crate::term::source!(
+                        "{zero}: gradients sharded from stage 2 (grads_in_partition)"
+                    ),
                 );
                 s.grads_persistent = ga > 1;
             }
@@ -261,7 +265,7 @@ impl ZeroOptions {
                 // stage3.py: grad_partitions_flat_buffer, zeros at initialization and kept
                 s.gradients = Term::new(
                     partition_grads(),
-                    format!(
+                    crate::term::source!(
                         "{zero}: grad_partitions_flat_buffer (this rank's gradient partitions), allocated at initialization"
                     ),
                 );
@@ -324,7 +328,7 @@ impl ZeroOptions {
                             persistent,
                             "params in tensors under stage3_param_persistence_threshold",
                         ),
-                format!(
+                crate::term::source!(
                     "{zero}: parameters partitioned over the data-parallel ranks, tensors under stage3_param_persistence_threshold kept whole"
                 ),
             );
@@ -428,7 +432,10 @@ impl ZeroOptions {
             Expr::zero()
         };
         (
-            Term::new(cpu.floor(), format!("{cpu_source}; {nvme_source}")),
+            Term::new(
+                cpu.floor(),
+                crate::term::source!("{cpu_source}; {nvme_source}"),
+            ),
             Term::new(on_nvme.floor(), nvme_source),
         )
     }

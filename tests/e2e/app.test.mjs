@@ -35,13 +35,13 @@ before(async () => {
 after(async () => { await browser?.close(); server?.kill(); });
 
 /** A page with error collection; fails the test on any console error, page error or HTTP error. */
-async function openPage(context) {
+async function openPage(context, url = `${ORIGIN}${BASE}`) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', e => errors.push(String(e)));
   page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('response', r => { if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`); });
-  await page.goto(`${ORIGIN}${BASE}`);
+  await page.goto(url);
   await page.locator('#verdict').waitFor();
   return { page, errors };
 }
@@ -641,6 +641,25 @@ test('plan search: ranked layouts, sortable, the form\'s layout placed, use this
   await page.locator('#plan-engines input[value="fsdp"]').check();
   await page.locator('#plan-table tbody tr').first().waitFor();
   await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan-choices.png') });
+  // the panel's inputs are part of the link: opened elsewhere, the panel opens with them
+  // (64 GPUs, FSDP only, full recomputation only) and lists the same plans
+  const firstRow = await page.locator('#plan-table tbody tr .plan-summary').first().textContent();
+  await page.waitForFunction(() => location.hash.includes('&p='));
+  const link = await page.evaluate(() => location.href);
+  const other = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page: page2, errors: errors2 } = await openPage(other, link);
+  assert.equal(await page2.locator('#plan').evaluate(d => d.open), true);
+  assert.equal(await page2.inputValue('#plan-gpus'), '64');
+  const checked = async (id) => page2.evaluate((id) => [...document.querySelectorAll(`#${id} input:checked`)].map(i => i.value), id);
+  assert.deepEqual(await checked('plan-engines'), ['fsdp']);
+  assert.deepEqual(await checked('plan-recompute'), ['full']);
+  await page2.locator('#plan-table tbody tr').first().waitFor({ timeout: 30000 });
+  assert.equal(await page2.locator('#plan-table tbody tr .plan-summary').first().textContent(), firstRow);
+  // and a reload of the page keeps them (saved beside the configuration)
+  await page.reload();
+  assert.equal(await page.inputValue('#plan-gpus'), '64');
+  assert.deepEqual(errors2, []);
+  await other.close();
   assert.deepEqual(errors, []);
   await context.close();
 });

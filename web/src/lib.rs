@@ -26,6 +26,8 @@ pub const STORAGE_KEY: &str = "gpu-mem-calc.config.v1";
 /// localStorage key of the page's document while it is invalid (kept, never loaded over the
 /// saved one).
 pub const DRAFT_KEY: &str = "gpu-mem-calc.draft.v1";
+/// localStorage key of the plan panel's inputs (a JSON object; absent while they are the defaults).
+pub const PLAN_STORAGE_KEY: &str = "gpu-mem-calc.plan.v1";
 
 /// The document a first visit starts from.
 pub fn default_doc() -> Value {
@@ -94,6 +96,14 @@ pub fn App() -> impl IntoView {
     let (initial, link_message) = initial_doc();
     let doc = RwSignal::new(initial);
     let status = RwSignal::new(link_message);
+    // the plan panel's inputs: the link's, else the saved ones (kept beside the document)
+    let plan_inputs: RwSignal<Option<Value>> = RwSignal::new(
+        state::decode_plan_inputs(&window().location().hash().unwrap_or_default()).or_else(|| {
+            LocalStorage::get::<Value>(PLAN_STORAGE_KEY)
+                .ok()
+                .filter(Value::is_object)
+        }),
+    );
 
     // the fields the form hides are left out (calc-core's rule): a value left in one never
     // blocks the result
@@ -149,11 +159,18 @@ pub fn App() -> impl IntoView {
     // page is hidden or left.
     let persist = move || {
         let d = doc.get_untracked();
+        let plan = plan_inputs.get_untracked();
+        match &plan {
+            Some(p) => {
+                let _ = LocalStorage::set(PLAN_STORAGE_KEY, p);
+            }
+            None => LocalStorage::delete(PLAN_STORAGE_KEY),
+        }
         if result.with_untracked(|r| r.is_ok()) {
             let valid = fields::without_hidden(&d);
             let _ = LocalStorage::set(STORAGE_KEY, &valid);
             LocalStorage::delete(DRAFT_KEY);
-            let fragment = state::encode_fragment(&valid);
+            let fragment = state::encode_fragment(&valid, plan.as_ref());
             if window().location().hash().ok().as_deref() != Some(fragment.as_str())
                 && let Ok(h) = window().history()
             {
@@ -166,6 +183,7 @@ pub fn App() -> impl IntoView {
     let generation = StoredValue::new(0u64);
     Effect::new(move |_| {
         doc.track();
+        plan_inputs.track();
         let g = generation.get_value() + 1;
         generation.set_value(g);
         set_timeout(
@@ -181,6 +199,11 @@ pub fn App() -> impl IntoView {
     // a link pasted into the address bar of an open page changes only the fragment
     let _ = window_event_listener(leptos::ev::hashchange, move |_| {
         let hash = window().location().hash().unwrap_or_default();
+        if let Some(p) = state::decode_plan_inputs(&hash)
+            && plan_inputs.with_untracked(|x| x.as_ref() != Some(&p))
+        {
+            plan_inputs.set(Some(p));
+        }
         match state::decode_fragment(&hash) {
             // our own replaceState does not fire this; a link equal to the page changes nothing
             Some(Ok(v))
@@ -293,7 +316,7 @@ pub fn App() -> impl IntoView {
                         .map(|f| chart::render_fits_svg(&f, (720, 340)))
                         .unwrap_or_default())></div>
                 <Solvers parsed=settled doc=doc status=status />
-                <plan::PlanPanel settled=settled last_good=last_good doc=doc status=status />
+                <plan::PlanPanel settled=settled last_good=last_good doc=doc status=status inputs=plan_inputs />
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc />
                 <Import doc=doc status=status />

@@ -39,8 +39,10 @@ impl Column {
     }
 }
 
-/// What the panel's own inputs ask, as typed.
-#[derive(Clone, PartialEq, Debug)]
+/// What the panel's own inputs ask, as typed; kept in the link and the saved state as a JSON
+/// object of these keys (a key left out takes its default).
+#[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 struct Asked {
     gpus: String,
     max_gpus: String,
@@ -51,6 +53,46 @@ struct Asked {
     engines: Vec<Value>,
     /// Recomputation options allowed, as their JSON values (calc_core's choices).
     recompute: Vec<Value>,
+}
+
+impl Default for Asked {
+    /// Every engine and recomputation option calc_core lists, 5 % headroom, no offload.
+    fn default() -> Asked {
+        Asked {
+            gpus: String::new(),
+            max_gpus: String::new(),
+            batch_tokens: String::new(),
+            headroom_pct: "5".into(),
+            offload: false,
+            engines: Choices::Engine
+                .list()
+                .into_iter()
+                .map(|c| c.value)
+                .collect(),
+            recompute: Choices::Recompute
+                .list()
+                .into_iter()
+                .map(|c| c.value)
+                .collect(),
+        }
+    }
+}
+
+impl Asked {
+    /// The inputs kept in a link or the saved state; anything unreadable gives the defaults
+    /// (the search then names no input of the link, and the form is not affected).
+    fn of(inputs: &Option<Value>) -> Asked {
+        inputs
+            .as_ref()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+    /// What is kept: `None` for the defaults (a link then carries no inputs).
+    fn to_inputs(&self) -> Option<Value> {
+        (*self != Asked::default())
+            .then(|| serde_json::to_value(self).ok())
+            .flatten()
+    }
 }
 
 /// The request for `config` with the panel's inputs; `batch` is the form's global batch in
@@ -149,24 +191,24 @@ pub fn PlanPanel(
     last_good: Memo<Option<Estimate>>,
     doc: RwSignal<Value>,
     status: RwSignal<String>,
+    /// The panel's inputs as kept in the link and the saved state (`None`: the defaults).
+    inputs: RwSignal<Option<Value>>,
 ) -> impl IntoView {
-    let opened = RwSignal::new(false);
-    let asked = RwSignal::new(Asked {
-        gpus: String::new(),
-        max_gpus: String::new(),
-        batch_tokens: String::new(),
-        headroom_pct: "5".into(),
-        offload: false,
-        engines: Choices::Engine
-            .list()
-            .into_iter()
-            .map(|c| c.value)
-            .collect(),
-        recompute: Choices::Recompute
-            .list()
-            .into_iter()
-            .map(|c| c.value)
-            .collect(),
+    // a link or saved state with inputs opens the panel with them
+    let opened = RwSignal::new(inputs.with_untracked(Option::is_some));
+    let asked = RwSignal::new(Asked::of(&inputs.get_untracked()));
+    // `inputs` (the link's, the saved ones) and the panel's own follow each other
+    Effect::new(move |_| {
+        let a = Asked::of(&inputs.get());
+        if asked.with_untracked(|x| *x != a) {
+            asked.set(a);
+        }
+    });
+    Effect::new(move |_| {
+        let v = asked.with(Asked::to_inputs);
+        if inputs.with_untracked(|x| *x != v) {
+            inputs.set(v);
+        }
     });
     // the panel's inputs reach the search one task after the keystroke, as the form's do
     let asked_settled = RwSignal::new(asked.get_untracked());
@@ -294,7 +336,7 @@ pub fn PlanPanel(
         }
     };
     view! {
-        <details id="plan" class="group plan" on:toggle=move |_| opened.set(true)>
+        <details id="plan" class="group plan" open=opened.get_untracked() on:toggle=move |_| opened.set(true)>
             <summary>"Which layout should I use? (plan search)"</summary>
             <p class="hint">"Every TP x PP x CP x EP x DP layout, engine, recomputation and micro-batch for this model, GPU and sequence length, ranked by estimated step time per sequence; only plans that fit with the headroom are listed. A global batch in tokens is rounded per layout to whole sequences per data-parallel rank."</p>
             <div class="plan-inputs">

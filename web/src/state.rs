@@ -16,19 +16,44 @@ pub const LINK_VERSION: u32 = 1;
 /// Largest document accepted from a link or an import, bytes of JSON.
 pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
-/// The fragment for `doc` (`#c=1.eyJ...`).
-pub fn encode_fragment(doc: &Value) -> String {
+/// Separator of the plan panel's inputs in a link: `#c=1.<config>&p=<inputs>`, the
+/// inputs as compact JSON in base64url (`&` is not in the base64url alphabet). A link
+/// without it leaves the panel's inputs as they are.
+pub const PLAN_KEY: &str = "&p=";
+
+/// The fragment for `doc` (`#c=1.eyJ...`), with the plan panel's inputs when given.
+pub fn encode_fragment(doc: &Value, plan: Option<&Value>) -> String {
     let json = serde_json::to_vec(doc).unwrap_or_default();
-    format!(
+    let mut s = format!(
         "{FRAGMENT_KEY}{LINK_VERSION}.{}",
         URL_SAFE_NO_PAD.encode(json)
-    )
+    );
+    if let Some(p) = plan {
+        s.push_str(PLAN_KEY);
+        s.push_str(&URL_SAFE_NO_PAD.encode(serde_json::to_vec(p).unwrap_or_default()));
+    }
+    s
+}
+
+/// The plan panel's inputs of a link (a JSON object), `None` when the link has none or
+/// they are not readable (the panel then keeps its own).
+pub fn decode_plan_inputs(hash: &str) -> Option<Value> {
+    let (_, data) = hash.strip_prefix(FRAGMENT_KEY)?.split_once(PLAN_KEY)?;
+    if data.len() > MAX_DOCUMENT_BYTES {
+        return None;
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(data.trim_end_matches('=')).ok()?;
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .filter(Value::is_object)
 }
 
 /// The document of a link's fragment: `None` when the fragment holds no configuration,
 /// else the accepted document or why it was rejected.
 pub fn decode_fragment(hash: &str) -> Option<Result<Value, String>> {
     let rest = hash.strip_prefix(FRAGMENT_KEY)?;
+    // the plan panel's inputs follow the configuration (`decode_plan_inputs`)
+    let rest = rest.split_once(PLAN_KEY).map_or(rest, |(config, _)| config);
     Some((|| {
         let (version, data) = rest
             .split_once('.')
@@ -114,12 +139,26 @@ mod tests {
     fn link_round_trip() {
         let doc = json!({"schema_version": 2, "model": {"preset": "llama-3.1-8b"},
                          "training": {"micro_batch_size": 2}});
-        let frag = encode_fragment(&doc);
+        let frag = encode_fragment(&doc, None);
         assert!(frag.starts_with("#c=1."));
         assert!(!frag[5..].contains(['+', '/', '=']), "{frag}");
-        assert_eq!(decode_fragment(&frag), Some(Ok(doc)));
+        assert_eq!(decode_fragment(&frag), Some(Ok(doc.clone())));
+        assert_eq!(decode_plan_inputs(&frag), None);
         assert_eq!(decode_fragment("#section"), None);
         assert_eq!(decode_fragment(""), None);
+        // the plan panel's inputs ride after the configuration, which reads the same
+        let plan = json!({"gpus": "64", "engines": ["fsdp"]});
+        let both = encode_fragment(&doc, Some(&plan));
+        assert!(
+            both.starts_with(&frag) && both[frag.len()..].starts_with("&p="),
+            "{both}"
+        );
+        assert_eq!(decode_fragment(&both), Some(Ok(doc)));
+        assert_eq!(decode_plan_inputs(&both), Some(plan));
+        // unreadable inputs are ignored, never fatal for the configuration
+        assert_eq!(decode_plan_inputs(&format!("{frag}&p=%%%")), None);
+        assert_eq!(decode_plan_inputs(&format!("{frag}&p=WzFd")), None); // [1]
+        assert!(decode_fragment(&format!("{frag}&p=%%%")).unwrap().is_ok());
     }
 
     #[test]

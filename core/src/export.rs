@@ -127,7 +127,8 @@ pub struct GpuFit {
     pub total_bytes: u64,
     /// The GPU's usable capacity, bytes.
     pub gpu_memory_bytes: u64,
-    /// `total_bytes <= gpu_memory_bytes`.
+    /// The estimate's verdict ([`crate::Estimate::fits`]): `total_bytes <= gpu_memory_bytes`,
+    /// and for a serving runtime the KV cache holds one request of `max_model_len` tokens.
     pub fits: bool,
 }
 
@@ -149,7 +150,7 @@ pub fn gpu_fits(config: &Config) -> Result<Vec<GpuFit>, Vec<FieldError>> {
                 name: g.name.clone(),
                 total_bytes: e.total_bytes,
                 gpu_memory_bytes: e.gpu_memory_bytes,
-                fits: e.total_bytes <= e.gpu_memory_bytes,
+                fits: e.fits,
             })
         })
         .collect();

@@ -410,7 +410,7 @@ pub const SECTIONS: &[Section] = &[
     Section { title: "Inference", open: true, tasks: INFERENCE, fields: &[
         f("inference.engine", "Runtime", "", C(Choices::Runtime), true, INFERENCE, Always, None, "transformers generate; vLLM (KV cache sized from gpu_memory_utilization after a profiling run); SGLang (KV pool sized from mem_fraction_static before any forward pass)."),
         f("inference.batch_size", "Batch size", "sequences", Count, true, INFERENCE, HF, range(1, limits::MAX_BATCH), "Sequences generated together (transformers generate)."),
-        f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, Always, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
+        f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
         f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, None, "Tokens prefilled at once. Empty: the whole context."),
         f("inference.weight_format", "Weights", "", C(Choices::WeightFormat), true, INFERENCE, Always, None, "Storage of the linear layers; embeddings, head and norms stay 16-bit."),
         f("inference.quantized_modules", "Quantized layers", "", C(Choices::QuantizedModules), true, INFERENCE, Formats(&[WeightFormat::Fp8, WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Awq, WeightFormat::Nf4, WeightFormat::Mxfp4]), None, "Which linear layers the weight format covers: all of the decoder blocks' (GPTQ, AWQ, FP8 checkpoints) or the routed experts only (gpt-oss MXFP4: attention, router, embeddings and head in bf16)."),
@@ -419,7 +419,7 @@ pub const SECTIONS: &[Section] = &[
         f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),
         f("inference.kv_cache_dtype", "KV cache", "", C(Choices::KvCacheDtype), true, INFERENCE, Always, None, "vLLM kv_cache_dtype."),
         f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes (0: all of them)."),
-        f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, SERVING, range(1, limits::MAX_SEQ), "vLLM max_model_len, SGLang context_length. Empty: the context length."),
+        f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, SERVING, range(1, limits::MAX_SEQ), "Tokens per request the runtime admits, prompt plus generated: vLLM max_model_len, SGLang context_length (the serving runtimes' one length field)."),
         f("inference.attention", "Attention", "", C(Choices::Attention), true, INFERENCE, HF, None, "Eager attention materializes the scores during the prefill."),
         f("inference.prefill_chunk", "Prefill chunk", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),
         f("inference.gpu_memory_utilization", "GPU memory utilization", "fraction", Number, true, INFERENCE, VLLM, Some(Bounds { min: 0.0, max: 1.0, min_open: true, max_open: false }), "vLLM gpu_memory_utilization."),
@@ -575,6 +575,20 @@ impl Section {
 pub fn without_hidden(doc: &Value) -> Value {
     let ctx = Context::of(doc);
     let mut out = doc.clone();
+    // a serving runtime has one length, max_model_len, which defaults to the context length
+    // (`inference.context_len`, the field of transformers generate, then hidden): the
+    // document keeps the length it computes with, written out
+    if ctx.task == Task::Inference
+        && ctx.runtime != InferenceEngine::Hf
+        && let Some(inf) = out.get_mut("inference").and_then(Value::as_object_mut)
+        && !inf.contains_key("max_model_len")
+    {
+        let len = inf
+            .get("context_len")
+            .cloned()
+            .unwrap_or_else(|| json!(Inference::default().context_len));
+        inf.insert("max_model_len".into(), len);
+    }
     for sec in SECTIONS {
         for f in sec.fields {
             if !(sec.applies(&ctx) && f.applies(&ctx)) {
@@ -632,7 +646,8 @@ fn defaults(engine_kind: &str) -> Value {
 
 /// The default at a dotted path, for a document whose engine is `engine_kind` (what the
 /// schema assumes when the key is left out; `None` where the default depends on other
-/// settings, such as `max_model_len` = the context length).
+/// settings, such as `max_model_len` = the context length, which [`without_hidden`]
+/// writes out for a serving runtime).
 pub fn default_at(path: &str, engine_kind: &str) -> Option<Value> {
     path.split('.')
         .try_fold(&defaults(engine_kind), |cur, seg| cur.get(seg))

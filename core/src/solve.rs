@@ -100,7 +100,8 @@ fn set_value(c: &mut Config, target: Target, v: u64) {
             let inf = c.inference.get_or_insert_with(Default::default);
             inf.context_len = v;
             inf.prompt_len = inf.prompt_len.map(|p| p.min(v));
-            if inf.engine == InferenceEngine::Vllm {
+            // a serving runtime's length is max_model_len (vLLM, SGLang)
+            if inf.engine != InferenceEngine::Hf {
                 inf.max_model_len = Some(v);
             }
         }
@@ -359,11 +360,14 @@ struct Found {
 /// The largest micro-batch or sequence on the config's GPU count.
 fn largest_value(s: &mut Search, own: &Layout) -> Result<Found, Vec<FieldError>> {
     let (target, config, inference) = (s.target, s.config, s.inference);
+    // a sequence or context never goes past the model's positions (`max_position_embeddings`:
+    // vLLM refuses a longer max_model_len, transformers warns and RoPE models degrade)
+    let positions = s.model.arch.max_position_embeddings.min(limits::MAX_SEQ);
     let max_for = |cp: u64| -> (u64, u64) {
         match target {
-            Target::MaxSequence if inference => (1, limits::MAX_SEQ),
+            Target::MaxSequence if inference => (1, positions),
             // training sequences stay divisible by the context-parallel size
-            Target::MaxSequence => (cp, limits::MAX_SEQ / cp),
+            Target::MaxSequence => (cp, positions / cp),
             _ => (1, limits::MAX_BATCH),
         }
     };
@@ -507,13 +511,10 @@ fn max_concurrency(s: &mut Search) -> Result<Found, Vec<FieldError>> {
     // (the config's report: `s.model` is the config resolved)
     let e = crate::report_of(&s.model);
     s.evaluations += 1;
+    // (the runtime's own figure: vLLM's "Maximum concurrency for max_model_len tokens per
+    // request", `kv_cache_tokens / max_model_len`, whole requests, at most max_num_seqs)
     if let (Some(sv), Some(inf)) = (&e.serving, &config.inference) {
-        let per_seq = sv.kv_bytes_per_token.max(1) * inf.context_len;
-        let n = if sv.kv_cache_bytes > 0 {
-            (sv.kv_cache_bytes as u64 / per_seq).min(inf.max_num_seqs)
-        } else {
-            0
-        };
+        let n = (sv.kv_cache_tokens / sv.max_model_len.max(1)).min(inf.max_num_seqs);
         let best = (n > 0).then(|| (n, document(config, target, None, None, n)));
         return Ok(Found {
             best,
@@ -542,6 +543,11 @@ fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
         }
         None => None,
     };
+    // serving: concurrency counts requests of max_model_len tokens
+    let answer_serving = answer
+        .as_ref()
+        .and_then(|(_, _, e, _)| e.serving.as_ref())
+        .map(|sv| sv.max_model_len);
     let what = match target {
         Target::MaxMicroBatch => "micro-batch",
         Target::MaxSequence if inference => "context",
@@ -584,10 +590,15 @@ fn finish(s: Search, f: Found) -> Result<Solution, Vec<FieldError>> {
                 Target::MinGpus => format!("fewest {what}: {v} at {}", l.describe()),
                 _ => format!(
                     "max {what}: {v}{} at {}",
-                    if f.at_limit {
-                        " (the largest allowed)"
-                    } else {
-                        ""
+                    match (f.at_limit, target, answer_serving) {
+                        (_, Target::MaxConcurrency, Some(len)) => {
+                            format!(" of {len} tokens each (max_model_len)")
+                        }
+                        (false, ..) => String::new(),
+                        (true, Target::MaxSequence, _) => {
+                            " (the model's max_position_embeddings)".to_string()
+                        }
+                        (true, ..) => " (the largest allowed)".to_string(),
                     },
                     l.describe()
                 ),

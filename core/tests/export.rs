@@ -76,3 +76,31 @@ fn gpu_fits_orders_by_capacity_and_splits_at_the_boundary() {
         assert_eq!(f.fits, f.total_bytes <= f.gpu_memory_bytes);
     }
 }
+
+#[test]
+fn gpu_fits_is_the_estimates_verdict_for_vllm() {
+    // vLLM sizes its KV cache from gpu_memory_utilization: total_bytes stays under the GPU
+    // on every card, and the verdict is whether that cache holds one request of
+    // max_model_len tokens. Llama-3.1-8B bf16 on an RTX 4090: 0.9 x 23.99 GiB = 21.6 GiB
+    // budget, 15 GiB of weights, so about 5 GiB of cache = about 40k tokens at
+    // 128 KiB/token (32 layers x 8 KV heads x 128 x 2 x 2 B), short of 131 072
+    let c = cfg(json!({
+        "mode": "inference",
+        "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "vllm", "max_model_len": 131072},
+        "hardware": {"num_gpus": 1, "gpu": "h100-80gb"}
+    }));
+    let fits = gpu_fits(&c).unwrap();
+    let rtx = fits.iter().find(|f| f.gpu == "rtx4090-24gb").unwrap();
+    assert!(rtx.total_bytes <= rtx.gpu_memory_bytes, "{rtx:?}");
+    assert!(
+        !rtx.fits,
+        "the KV cache holds less than one request: {rtx:?}"
+    );
+    for f in &fits {
+        let mut on = c.clone();
+        on.hardware.gpu = Some(f.gpu.clone());
+        assert_eq!(f.fits, calc_core::estimate(&on).unwrap().fits, "{}", f.gpu);
+    }
+    assert!(fits.iter().find(|f| f.gpu == "h100-80gb").unwrap().fits);
+}

@@ -461,9 +461,16 @@ fn max_sequence_is_exact_to_one_step() {
         "{}",
         s.message
     );
+    // (a sequence never goes past the model's 131 072 positions: Llama-3.1-8B reaches them
+    // at TP 4, where the search stops)
+    assert!(v <= 131_072, "{}", s.message);
+    assert_eq!(s.at_limit, v == 131_072, "{}", s.message);
     for p in layouts(8, 32, 1) {
         let cp = p["context_parallel_size"].as_u64().unwrap();
         let next = (v / cp + 1) * cp;
+        if next > 131_072 {
+            continue;
+        }
         if let Some(f) = fits_with(&base, &p, 8, |c| c["training"]["seq_len"] = json!(next)) {
             assert!(!f, "{p} fits {next}, solver {}", s.message);
         }
@@ -785,4 +792,80 @@ fn vllm_0_19_fused_moe_workspace() {
         "hardware": {"gpu": "h100-80gb"}}),
     );
     assert_eq!(e.serving.unwrap().peak_activation_bytes, 2_756_968_448);
+}
+
+#[test]
+fn serving_solvers_agree_with_the_headline_and_the_models_limits() {
+    // vLLM, Llama-3.1-8B bf16 on one H100, max_model_len 16 384 and a context_len of 8 192
+    // that vLLM does not read: the headline's "maximum concurrency" is kv_cache_tokens /
+    // max_model_len, and the solver answers its whole part (not kv_cache_tokens / 8 192)
+    let doc = json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+                     "inference": {"engine": "vllm", "context_len": 8192, "max_model_len": 16384},
+                     "hardware": {"num_gpus": 1, "gpu": "h100-80gb"}});
+    let c = Config::from_value(doc).unwrap();
+    let sv = estimate(&c).unwrap().serving.unwrap();
+    let s = solve(&c, Target::MaxConcurrency).unwrap();
+    assert_eq!(s.value, Some(sv.kv_cache_tokens / 16_384));
+    assert_eq!(s.value, Some(sv.max_concurrency.floor() as u64));
+    assert!(
+        s.message.contains("of 16384 tokens each (max_model_len)"),
+        "{}",
+        s.message
+    );
+    // the longest context: the KV cache holds over 400 000 tokens, but the model has
+    // 131 072 positions, and vLLM refuses a longer max_model_len
+    assert!(sv.kv_cache_tokens > 400_000, "{}", sv.kv_cache_tokens);
+    let s = solve(&c, Target::MaxSequence).unwrap();
+    assert_eq!(s.value, Some(131_072));
+    assert!(s.at_limit);
+    assert!(
+        s.message.contains("max_position_embeddings"),
+        "{}",
+        s.message
+    );
+    let inf = s.config.unwrap().inference.unwrap();
+    assert_eq!(inf.max_model_len, Some(131_072));
+    // SGLang's length is max_model_len too (its context_length)
+    let mut g = c.clone();
+    g.inference.as_mut().unwrap().engine = calc_core::config::InferenceEngine::Sglang;
+    g.inference.as_mut().unwrap().max_model_len = None;
+    let s = solve(&g, Target::MaxSequence).unwrap();
+    assert_eq!(s.config.unwrap().inference.unwrap().max_model_len, s.value);
+}
+
+#[test]
+fn a_serving_runtime_has_one_length_field() {
+    use calc_core::fields::without_hidden;
+    // the form hides context_len for vLLM and SGLang; the length it stood for is kept as
+    // max_model_len, so the estimate is unchanged
+    let doc = json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+                     "inference": {"engine": "vllm", "context_len": 16000},
+                     "hardware": {"num_gpus": 1, "gpu": "h100-80gb"}});
+    let form = without_hidden(&doc);
+    assert_eq!(form["inference"].get("context_len"), None);
+    assert_eq!(form["inference"]["max_model_len"], json!(16000));
+    let (a, b) = (
+        estimate(&Config::from_value(doc.clone()).unwrap()).unwrap(),
+        estimate(&Config::from_value(form).unwrap()).unwrap(),
+    );
+    assert_eq!(a.total_bytes, b.total_bytes);
+    assert_eq!(a.serving.unwrap().max_model_len, 16000);
+    // neither given: the default length (4096) written out; an explicit max_model_len kept
+    let bare = json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"}, "inference": {"engine": "sglang"}});
+    assert_eq!(
+        without_hidden(&bare)["inference"]["max_model_len"],
+        json!(4096)
+    );
+    let mut both = doc.clone();
+    both["inference"]["max_model_len"] = json!(8192);
+    assert_eq!(
+        without_hidden(&both)["inference"]["max_model_len"],
+        json!(8192)
+    );
+    // transformers generate keeps its context length and has no max_model_len
+    let mut hf = doc;
+    hf["inference"]["engine"] = json!("hf");
+    let hf = without_hidden(&hf);
+    assert_eq!(hf["inference"]["context_len"], json!(16000));
+    assert_eq!(hf["inference"].get("max_model_len"), None);
 }

@@ -306,8 +306,25 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   await page.locator('#inference-vllm_version').waitFor({ state: 'visible' });
   assert.equal(await page.inputValue('#inference-vllm_version'), '"0.19"');
   assert.equal(await page.locator('#inference-batch_size').isVisible(), false);
-  await page.fill('#inference-context_len', '16000');
+  // one length field for a serving runtime: max_model_len (the context length is
+  // transformers generate's), its placeholder the length computed with
+  assert.equal(await page.locator('#inference-context_len').isVisible(), false);
+  assert.equal(await page.getAttribute('#inference-max_model_len', 'placeholder'), '4096');
+  await page.fill('#inference-max_model_len', '16000');
   await page.locator('#verdict', { hasText: 'maximum concurrency for 16000 tokens per request' }).waitFor();
+  // one verdict: the concurrency solver answers the headline's figure, whole requests
+  const headline = parseFloat((await page.textContent('#verdict')).match(/per request: ([\d.]+)x/)[1]);
+  await page.locator('#solve-concurrency', { hasText: `max concurrent sequences: ${Math.floor(headline)} of 16000 tokens each` }).waitFor();
+  // the longest context stops at the model's positions (Llama-3.1-8B: 131072)
+  await page.locator('#solve-context', { hasText: /max context: \d+/ }).waitFor();
+  const longest = parseInt((await page.textContent('#solve-context')).match(/max context: (\d+)/)[1], 10);
+  assert.ok(longest <= 131072, `${longest}`);
+  // the GPU select names the capacity the verdict uses (CUDA's total: 79.18 GiB on an H100)
+  assert.match(await page.locator('#hardware-gpu option:checked').textContent(), /\(79\.18 GiB\)/);
+  assert.match(await page.textContent('#breakdown'), /GPU memory\s*79\.18/);
+  // the sweep: what one request needs against the runtime's budget, as the caption says
+  await page.locator('#sweep-caption', { hasText: 'one request of max_model_len tokens needs' }).waitFor();
+  assert.match(await page.textContent('#sweep-caption'), /one request of max_model_len tokens needs/);
   await page.screenshot({ path: path.join(OUT, 'inference.png'), fullPage: true });
   // SGLang: its static fraction and prefill chunk instead of vLLM's settings; the verdict
   // is its token pool

@@ -320,6 +320,7 @@ pub fn App() -> impl IntoView {
                 <Breakdown last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc />
                 <Import doc=doc status=status />
+                <p id="sweep-caption" class="hint">{move || settled.with(|c| c.as_ref().ok().map(sweep_caption).unwrap_or_default())}</p>
                 <div id="sweep" class="chart" inner_html=move || settled.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
@@ -617,7 +618,7 @@ fn GpuPicker(
                     }>
                     {presets::gpu_presets()
                         .iter()
-                        .map(|g| view! { <option value=g.id.clone()>{format!("{} ({})", g.name, fmt_gib(g.memory_bytes))}</option> })
+                        .map(|g| view! { <option value=g.id.clone()>{format!("{} ({})", g.name, fmt_gib(g.capacity_bytes()))}</option> })
                         .collect_view()}
                     <option value="">"Custom size"</option>
                 </select>
@@ -864,23 +865,36 @@ fn Solvers(
 }
 
 /// Memory against the micro-batch (training) or the context length (inference), with the
-/// GPU's capacity, as estimated by calc_core at each point.
+/// limit it must stay under, as estimated by calc_core at each point. A serving runtime
+/// (vLLM, SGLang) reserves its whole budget whatever the length, so there the line is what
+/// one request of `max_model_len` tokens needs (calc-core's `one_sequence_bytes`) against
+/// that budget: the headline's verdict is whether it fits (see [`sweep_caption`]).
 fn sweep_svg(c: &Config) -> String {
     let inference = c.effective_mode() == calc_core::config::Mode::Inference;
+    let serving = inference
+        && c.inference
+            .as_ref()
+            .is_some_and(|i| i.engine != calc_core::config::InferenceEngine::Hf);
     let points: Vec<(u64, u64, u64)> = if inference {
         let base = c.inference.clone().unwrap_or_default();
+        let len = if serving {
+            base.max_model_len.unwrap_or(base.context_len)
+        } else {
+            base.context_len
+        };
         let mut xs: Vec<u64> = (9..=20).map(|k| 1u64 << k).collect();
-        xs.retain(|x| *x <= (base.context_len * 4).max(4096));
+        xs.retain(|x| *x <= (len * 4).max(4096));
         xs.into_iter()
             .filter_map(|x| {
                 let mut cc = c.clone();
                 let inf = cc.inference.get_or_insert_with(Default::default);
                 inf.context_len = x;
                 inf.prompt_len = None;
-                inf.max_model_len = None;
-                calc_core::estimate(&cc)
-                    .ok()
-                    .map(|e| (x, sweep_total(&e), e.gpu_memory_bytes))
+                inf.max_model_len = serving.then_some(x);
+                calc_core::estimate(&cc).ok().map(|e| match &e.serving {
+                    Some(sv) => (x, sv.one_sequence_bytes, sv.budget_bytes),
+                    None => (x, e.total_bytes, e.gpu_memory_bytes),
+                })
             })
             .collect()
     } else {
@@ -895,20 +909,24 @@ fn sweep_svg(c: &Config) -> String {
             })
             .collect()
     };
-    let label = if inference {
-        "context length (tokens)"
-    } else {
-        "micro-batch size"
+    let label = match (inference, serving) {
+        (true, true) => "max_model_len (tokens)",
+        (true, false) => "context length (tokens)",
+        (false, _) => "micro-batch size",
     };
     chart::render_sweep_svg(&points, label, (720, 260))
 }
 
-/// What a point of the sweep shows: the total, or for vLLM what one sequence of that
-/// length needs (calc-core's `one_sequence_bytes`).
-fn sweep_total(e: &Estimate) -> u64 {
-    e.serving
-        .as_ref()
-        .map_or(e.total_bytes, |s| s.one_sequence_bytes)
+/// What the sweep plots, said above it.
+fn sweep_caption(c: &Config) -> &'static str {
+    let runtime = c.inference.as_ref().map(|i| i.engine).unwrap_or_default();
+    if c.effective_mode() == calc_core::config::Mode::Training {
+        "Total memory per GPU against the micro-batch size; red: the GPU's capacity."
+    } else if runtime == calc_core::config::InferenceEngine::Hf {
+        "Total memory per GPU against the context length; red: the GPU's capacity."
+    } else {
+        "What one request of max_model_len tokens needs (weights, profiled activations, non-torch memory and its KV cache) against the runtime's budget (red: gpu_memory_utilization or mem_fraction_static of the GPU). The runtime reserves the whole budget at any length (the total above); a request fits while the line is under the red one."
+    }
 }
 
 /// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace

@@ -632,6 +632,21 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
             fmt_gib(e.headroom_bytes as u64),
             100.0 * e.utilization
         );
+    } else if e.headroom_bytes >= 0 {
+        // the GPU holds it; what does not: the node's CPU memory or the serving KV cache
+        let why = if e.cpu_memory_bytes > e.gpu.node_cpu_memory_bytes {
+            format!(
+                "the offloaded states need {} of CPU memory per node and the node has {}",
+                fmt_gib(e.cpu_memory_bytes),
+                fmt_gib(e.gpu.node_cpu_memory_bytes)
+            )
+        } else {
+            "the KV cache does not hold one request of max_model_len tokens".to_string()
+        };
+        out!(
+            "fits: NO, {why} (the GPU itself has {} free)",
+            fmt_gib(e.headroom_bytes as u64)
+        );
     } else {
         out!(
             "fits: NO, {} short ({:.1} % of the GPU)",
@@ -649,9 +664,16 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
         );
     }
     if e.cpu_memory_bytes > 0 {
+        let node = e.gpu.node_cpu_memory_bytes;
         out!(
-            "CPU memory per node for offloaded states: {}",
-            fmt_gib(e.cpu_memory_bytes)
+            "CPU memory per node for offloaded states: {} of the node's {} ({}; hardware.cpu_memory_gb)",
+            fmt_gib(e.cpu_memory_bytes),
+            fmt_gib(node),
+            if e.cpu_memory_bytes <= node {
+                "fits"
+            } else {
+                "does not fit"
+            }
         );
     }
     if let Some(s) = &e.serving {

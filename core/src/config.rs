@@ -980,6 +980,15 @@ pub struct Hardware {
     /// GPUs per node (NCCL topology, FSDP hybrid shard group). Default 8.
     #[serde(deserialize_with = "units::de_count")]
     pub gpus_per_node: u64,
+    /// CPU memory per node: a number of GB (10^9 bytes) or a string with a unit ("2TiB").
+    /// Offloaded and paged states must fit in it. Default: the GPU preset's typical node
+    /// (`presets/gpus.json`, `node_cpu_memory_gib`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_gb"
+    )]
+    pub cpu_memory_gb: Option<GbInput>,
 }
 
 impl Default for Hardware {
@@ -989,6 +998,7 @@ impl Default for Hardware {
             gpu: None,
             gpu_memory_gb: None,
             gpus_per_node: 8,
+            cpu_memory_gb: None,
         }
     }
 }

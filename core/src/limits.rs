@@ -28,3 +28,5 @@ pub const MAX_GRAD_ACCUM: u64 = 1 << 20;
 pub const MAX_GPUS: u64 = 1 << 20;
 /// Memory of one GPU in bytes (100 TB).
 pub const MAX_GPU_MEMORY: u64 = 100_000_000_000_000;
+/// CPU memory of one node in bytes (1 PB).
+pub const MAX_CPU_MEMORY: u64 = 1_000_000_000_000_000;

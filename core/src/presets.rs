@@ -39,6 +39,11 @@ pub struct GpuPreset {
     pub cuda_total_bytes: Option<u64>,
     /// CUDA context and driver memory outside PyTorch's allocator, MiB.
     pub cuda_context_mib: f64,
+    /// CPU memory of the GPU's typical node (the default of `hardware.cpu_memory_gb`), GiB.
+    pub node_cpu_memory_gib: u64,
+    /// Where the node's CPU memory comes from (a reference system's datasheet, or stated as
+    /// assumed).
+    pub node_source: String,
     /// Architecture family (`ampere`, `hopper`, ...).
     pub arch: String,
     /// Where the numbers come from.

@@ -20,6 +20,11 @@ pub struct GpuSpec {
     pub cuda_context_bytes: u64,
     /// Architecture family (`hopper`, ...), `unknown` for a custom size.
     pub arch: String,
+    /// CPU memory per node, bytes: `hardware.cpu_memory_gb`, else the preset's typical
+    /// node (`node_cpu_memory_gib`; the default preset's for a custom GPU). What offloaded
+    /// and paged states must fit in.
+    #[serde(default)]
+    pub node_cpu_memory_bytes: u64,
 }
 
 /// The parallel layout after defaults.

@@ -181,6 +181,20 @@ impl PartialEq<&str> for PhaseName {
     }
 }
 
+impl Estimate {
+    /// CPU memory per GPU, bytes: the node's ([`Estimate::cpu_memory_bytes`]) over the GPUs
+    /// on the node (the offload terms are per-GPU shares times the GPUs on the node).
+    pub fn cpu_memory_per_gpu_bytes(&self) -> u64 {
+        self.cpu_memory_bytes
+            .div_ceil(self.layout.gpus_on_node().max(1))
+    }
+    /// The offloaded and paged states fit in the node's CPU memory
+    /// (`gpu.node_cpu_memory_bytes`, from `hardware.cpu_memory_gb` or the GPU preset's node).
+    pub fn cpu_fits(&self) -> bool {
+        self.cpu_memory_bytes <= self.gpu.node_cpu_memory_bytes
+    }
+}
+
 /// Memory at one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -240,8 +254,9 @@ pub struct Estimate {
     pub total_bytes: u64,
     /// The GPU's capacity.
     pub gpu_memory_bytes: u64,
-    /// `total_bytes <= gpu_memory_bytes` (and, for vLLM, the KV cache holds one sequence of
-    /// `max_model_len` tokens).
+    /// `total_bytes <= gpu_memory_bytes`, the CPU memory per node within the node's
+    /// (`gpu.node_cpu_memory_bytes`), and for vLLM / SGLang the KV cache holds one sequence
+    /// of `max_model_len` tokens.
     pub fits: bool,
     /// `total_bytes / gpu_memory_bytes`.
     pub utilization: f64,
@@ -577,11 +592,13 @@ impl Assembly<'_> {
                 .max()
                 .unwrap_or(0)
         });
+        // offloaded and paged states must fit in the node's CPU memory (`hardware.cpu_memory_gb`)
+        let cpu_fits = best.cpu.bytes() <= self.r.gpu.node_cpu_memory_bytes;
         let peak = Peak {
             peak_allocated_bytes,
             total_bytes,
             gpu_memory_bytes,
-            fits: total_bytes <= gpu_memory_bytes && serving_fits,
+            fits: total_bytes <= gpu_memory_bytes && serving_fits && cpu_fits,
             headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
             cpu_memory_bytes: best.cpu.bytes(),
             nvme_bytes: best.nvme.bytes(),

@@ -1078,12 +1078,21 @@ fn check_layout_for_model(
 /// The GPU: a preset, a custom capacity, or the default preset; the overheads' ranges.
 fn resolve_gpu(config: &Config, e: &mut Errors) -> Option<GpuSpec> {
     let hw = &config.hardware;
+    // the node's CPU memory: the user's, else the preset's typical node (the default
+    // preset's for a custom GPU)
+    let node_default = |g: Option<&presets::GpuPreset>| {
+        g.or_else(|| presets::gpu_preset(DEFAULT_GPU))
+            .map_or(0, |g| g.node_cpu_memory_gib.saturating_mul(units::GIB))
+    };
+    let cpu_memory =
+        |g: Option<&presets::GpuPreset>| hw.cpu_memory_gb.map_or_else(|| node_default(g), |m| m.0);
     let from_preset = |g: &presets::GpuPreset, memory: Option<u64>| GpuSpec {
         id: g.id.clone(),
         name: g.name.clone(),
         memory_bytes: memory.unwrap_or(g.capacity_bytes()),
         cuda_context_bytes: (g.cuda_context_mib * MIB as f64) as u64,
         arch: g.arch.clone(),
+        node_cpu_memory_bytes: cpu_memory(Some(g)),
     };
     let gpu = match (&hw.gpu, hw.gpu_memory_gb) {
         (Some(id), mem) => match presets::gpu_preset(id) {
@@ -1107,6 +1116,7 @@ fn resolve_gpu(config: &Config, e: &mut Errors) -> Option<GpuSpec> {
             // the A100 measurement (published case GT-31) for an unknown card
             cuda_context_bytes: 911 * MIB,
             arch: "unknown".into(),
+            node_cpu_memory_bytes: cpu_memory(None),
         }),
         (None, None) => presets::gpu_preset(DEFAULT_GPU).map(|g| from_preset(g, None)),
     };
@@ -1117,6 +1127,17 @@ fn resolve_gpu(config: &Config, e: &mut Errors) -> Option<GpuSpec> {
             1,
             limits::MAX_GPU_MEMORY,
         );
+        let cpu = g.node_cpu_memory_bytes;
+        if hw.cpu_memory_gb.is_some() && !(1..=limits::MAX_CPU_MEMORY).contains(&cpu) {
+            e.add(
+                "hardware.cpu_memory_gb",
+                units::fmt_gb(cpu),
+                format!(
+                    "must be more than 0 and at most {} GB",
+                    limits::MAX_CPU_MEMORY / units::GB
+                ),
+            );
+        }
     }
     let o = &config.overheads;
     e.frange(

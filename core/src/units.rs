@@ -203,6 +203,16 @@ pub fn fmt_gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB as f64)
 }
 
+/// Bytes as a memory field reads them back (`hardware.*_gb`): `"2048GiB"` for whole GiB,
+/// else `"1234B"`.
+pub fn fmt_gib_input(bytes: u64) -> String {
+    if bytes.is_multiple_of(GIB) {
+        format!("{}GiB", bytes / GIB)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
 /// Bytes as GB (10^9) with two decimals and the label: `"13.48 GB"`.
 pub fn fmt_gb(bytes: u64) -> String {
     format!("{:.2} GB", bytes as f64 / GB as f64)

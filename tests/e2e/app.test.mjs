@@ -473,6 +473,8 @@ async function formVersusExport(page) {
       // left out of the export: auto / none / the unwritten default option / the GPU the
       // estimate used
       ? [null, false, '', 'preset size'].includes(got) || (f.type === 'select-one' && got !== '(none)')
+        // the node's CPU memory the GPU preset implies (as the GPU select shows the GPU used)
+        || (f.id === 'hardware-cpu_memory_gb' && /^\d+GiB$/.test(got))
       : JSON.stringify(got) === JSON.stringify(want) || String(want) === got
         || (Array.isArray(want) && want.join(', ') === got);
     if (!same) diffs.push(`${f.id}: shows ${JSON.stringify(got)}, computed ${JSON.stringify(want)}`);
@@ -552,6 +554,40 @@ test('one source of truth: the form shows what is computed after import, reset, 
   assert.equal(await page.inputValue('#training-seq_len'), '3072');
   assert.equal(await page.inputValue('#model-preset'), 'qwen2.5-7b');
   await same('link');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('CPU memory: a card of its own when states are offloaded, checked against the node', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  // nothing offloaded: no card
+  assert.equal(await page.locator('#cpu-memory').isVisible(), false);
+  // Llama-3.1-70B, ZeRO-3 with the optimizer offloaded to CPU on 8 H100s
+  await page.click('#import summary');
+  await page.fill('#import-text', JSON.stringify({ schema_version: 2, model: { preset: 'llama-3.1-70b' },
+    training: { seq_len: 4096, activation_checkpointing: 'full' },
+    engine: { type: 'deepspeed', zero_stage: 3, offload_optimizer: 'cpu' }, hardware: { num_gpus: 8, gpu: 'h100-80gb' } }));
+  await page.click('#import-apply');
+  await page.locator('#cpu-memory').waitFor({ state: 'visible' });
+  // DeepSpeed's estimate_zero3_model_states_mem_needs on one node: 16 B x 70 553 706 496
+  // params x 1.5 = 1577.00 GiB per node, / 8 GPUs = 197.12 GiB per GPU; DGX H100: 2 TB
+  const card = await page.textContent('#cpu-memory');
+  assert.match(card, /1577\.00 GiB per node \(197\.12 GiB per GPU, 8 GPUs on the node\) of the node's 2048\.00 GiB: fits/);
+  assert.match(card, /16 B × 70553706496 params/, 'the formula');
+  assert.equal(await page.getAttribute('#hardware-cpu_memory_gb', 'placeholder'), '2048GiB');
+  await page.locator('#verdict', { hasText: /^Fits/ }).waitFor();
+  // a node with 512 GB: the verdict says the CPU memory is what does not fit
+  await page.fill('#hardware-cpu_memory_gb', '512');
+  await page.locator('#verdict', { hasText: 'Does not fit in CPU memory: the offloaded states need 1577.00 GiB per node and the node has 476.84 GiB' }).waitFor();
+  assert.match(await page.textContent('#cpu-memory-verdict'), /does not fit/);
+  await page.locator('#cpu-memory').screenshot({ path: path.join(OUT, 'cpu-memory.png') });
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'no sideways scroll on a phone');
+  await page.locator('#cpu-memory').screenshot({ path: path.join(OUT, 'cpu-memory-phone.png') });
+  // out of range: the field says so
+  await page.fill('#hardware-cpu_memory_gb', '0');
+  await page.locator('#hardware-cpu_memory_gb-error', { hasText: 'must be more than 0 and at most 1000000 GB' }).waitFor();
   assert.deepEqual(errors, []);
   await context.close();
 });

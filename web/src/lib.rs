@@ -318,6 +318,7 @@ pub fn App() -> impl IntoView {
                 <Solvers parsed=settled doc=doc status=status />
                 <plan::PlanPanel settled=settled last_good=last_good doc=doc status=status inputs=plan_inputs />
                 <Breakdown last_good=last_good />
+                <CpuMemory last_good=last_good />
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc />
                 <Import doc=doc status=status />
                 <p id="sweep-caption" class="hint">{move || settled.with(|c| c.as_ref().ok().map(sweep_caption).unwrap_or_default())}</p>
@@ -360,6 +361,7 @@ fn has_field(path: &str) -> bool {
     path == "model.preset"
         || path == "hardware.gpu"
         || path == "hardware.gpu_memory_gb"
+        || path == "hardware.cpu_memory_gb"
         || fields::field(path).is_some()
 }
 
@@ -604,6 +606,18 @@ fn GpuPicker(
     let mem_text = bound_text(doc, "hardware.gpu_memory_gb", doc::text_of, |t| {
         doc::value_of(t, true)
     });
+    let cpu_text = bound_text(doc, "hardware.cpu_memory_gb", doc::text_of, |t| {
+        doc::value_of(t, true)
+    });
+    let cpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.cpu_memory_gb")));
+    // the node's CPU memory computed with (the GPU preset's typical node when left empty)
+    let cpu_placeholder = move || {
+        last_good.with(|e| {
+            e.as_ref()
+                .map(|e| calc_core::units::fmt_gib_input(e.gpu.node_cpu_memory_bytes))
+                .unwrap_or_default()
+        })
+    };
     let gpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu")));
     let mem_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu_memory_gb")));
     view! {
@@ -638,6 +652,20 @@ fn GpuPicker(
                 <small id="hardware-gpu_memory_gb-help" class="help">"Overrides the preset's capacity. A number is GB (10^9 bytes)."</small>
                 <p id="hardware-gpu_memory_gb-error" class="field-error" class:hidden=move || mem_error.with(|e| e.is_none())>{move || mem_error.get().unwrap_or_default()}</p>
             </div>
+            <div class="field" class:invalid=move || cpu_error.with(|e| e.is_some())>
+                <label for="hardware-cpu_memory_gb">"CPU memory per node" <span class="unit">" (GB, or e.g. 2TiB)"</span></label>
+                <input id="hardware-cpu_memory_gb" type="text" inputmode="decimal" prop:value=move || cpu_text.get() placeholder=cpu_placeholder
+                    aria-invalid=move || if cpu_error.with(|e| e.is_some()) { "true" } else { "false" }
+                    aria-describedby="hardware-cpu_memory_gb-help hardware-cpu_memory_gb-error"
+                    on:input=move |ev| {
+                        let t = event_target_value(&ev);
+                        let v = doc::value_of(&t, true);
+                        cpu_text.set(t);
+                        doc.update(|d| doc::set(d, "hardware.cpu_memory_gb", v));
+                    } />
+                <small id="hardware-cpu_memory_gb-help" class="help">"Offloaded and paged states must fit in it. Empty: the GPU's typical node (e.g. DGX H100: 2 TB). A number is GB (10^9 bytes)."</small>
+                <p id="hardware-cpu_memory_gb-error" class="field-error" class:hidden=move || cpu_error.with(|e| e.is_none())>{move || cpu_error.get().unwrap_or_default()}</p>
+            </div>
         </fieldset>
     }
 }
@@ -657,6 +685,11 @@ fn Verdict(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoVie
                     "Fits: {} of {} per GPU ({:.0} %), {} free",
                     fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), 100.0 * e.utilization, fmt_gib(e.headroom_bytes as u64)
                 ),
+                Some(e) if !e.cpu_fits() && e.headroom_bytes >= 0 => format!(
+                    "Does not fit in CPU memory: the offloaded states need {} per node and the node has {} (the GPU holds its part: {} of {}, {} free)",
+                    fmt_gib(e.cpu_memory_bytes), fmt_gib(e.gpu.node_cpu_memory_bytes),
+                    fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), fmt_gib(e.headroom_bytes as u64)
+                ),
                 Some(e) => format!(
                     "Does not fit: needs {} per GPU, {} more than the {} available",
                     fmt_gib(e.total_bytes), fmt_gib(e.headroom_bytes.unsigned_abs()), fmt_gib(e.gpu_memory_bytes)
@@ -664,6 +697,55 @@ fn Verdict(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoVie
             })}
             <span class="stale-note" class:hidden=move || !stale.get()>" (last valid result: fix the highlighted fields)"</span>
         </div>
+    }
+}
+
+/// CPU (and NVMe) memory, whenever something is offloaded or paged: per node and per GPU,
+/// against the node's CPU memory, with calc-core's formula and source.
+#[component]
+fn CpuMemory(last_good: Memo<Option<Estimate>>) -> impl IntoView {
+    let shown = move || {
+        last_good.with(|e| {
+            e.as_ref()
+                .is_some_and(|e| e.cpu_memory_bytes > 0 || e.nvme_bytes > 0)
+        })
+    };
+    let detail = move |name: &'static str| {
+        last_good.with(|e| {
+            e.as_ref()
+                .and_then(|e| e.details.iter().find(|d| d.name == name).cloned())
+        })
+    };
+    view! {
+        <section id="cpu-memory" class="cpu-card" class:hidden=move || !shown()>
+            <h3>"CPU memory"</h3>
+            {move || last_good.with(|e| e.as_ref().filter(|e| e.cpu_memory_bytes > 0).map(|e| {
+                let fits = e.cpu_fits();
+                view! {
+                    <p id="cpu-memory-verdict" class:nofit=!fits>
+                        <strong>{format!("{} per node", fmt_gib(e.cpu_memory_bytes))}</strong>
+                        {format!(
+                            " ({} per GPU, {} GPUs on the node) of the node's {}: {}",
+                            fmt_gib(e.cpu_memory_per_gpu_bytes()),
+                            e.layout.gpus_on_node(),
+                            fmt_gib(e.gpu.node_cpu_memory_bytes),
+                            if fits { "fits" } else { "does not fit" }
+                        )}
+                    </p>
+                }
+            }))}
+            {move || detail("cpu_memory").map(|d| view! {
+                <p class="formula"><code>{d.formula}</code></p>
+                <small class="help">{d.source}</small>
+            })}
+            {move || last_good.with(|e| e.as_ref().filter(|e| e.nvme_bytes > 0).map(|e| view! {
+                <p id="nvme-verdict"><strong>{format!("NVMe: {} per node", fmt_gib(e.nvme_bytes))}</strong></p>
+            }))}
+            {move || detail("nvme").map(|d| view! {
+                <p class="formula"><code>{d.formula}</code></p>
+                <small class="help">{d.source}</small>
+            })}
+        </section>
     }
 }
 

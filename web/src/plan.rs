@@ -196,20 +196,14 @@ pub fn PlanPanel(
 ) -> impl IntoView {
     // a link or saved state with inputs opens the panel with them
     let opened = RwSignal::new(inputs.with_untracked(Option::is_some));
-    let asked = RwSignal::new(Asked::of(&inputs.get_untracked()));
-    // `inputs` (the link's, the saved ones) and the panel's own follow each other
-    Effect::new(move |_| {
-        let a = Asked::of(&inputs.get());
-        if asked.with_untracked(|x| *x != a) {
-            asked.set(a);
-        }
-    });
-    Effect::new(move |_| {
-        let v = asked.with(Asked::to_inputs);
-        if inputs.with_untracked(|x| *x != v) {
-            inputs.set(v);
-        }
-    });
+    // the panel's inputs are `inputs` (the link's, the saved ones), read as `Asked`; an edit
+    // writes them back
+    let asked = Memo::new(move |_| Asked::of(&inputs.get()));
+    let edit = move |f: &dyn Fn(&mut Asked)| {
+        let mut a = asked.get_untracked();
+        f(&mut a);
+        inputs.set(a.to_inputs());
+    };
     // the panel's inputs reach the search one task after the keystroke, as the form's do
     let asked_settled = RwSignal::new(asked.get_untracked());
     Effect::new(move |_| {
@@ -301,7 +295,7 @@ pub fn PlanPanel(
                     prop:value=move || asked.with(get)
                     on:input=move |ev| {
                         let v = event_target_value(&ev);
-                        asked.update(|a| set(a, v));
+                        edit(&|a| set(a, v.clone()));
                     } />
             </div>
         }
@@ -324,10 +318,10 @@ pub fn PlanPanel(
                             on:change=move |ev| {
                                 let on = event_target_checked(&ev);
                                 let v = v2.clone();
-                                asked.update(|a| {
+                                edit(&|a| {
                                     let list = set(a);
                                     list.retain(|x| *x != v);
-                                    if on { list.push(v) }
+                                    if on { list.push(v.clone()) }
                                 });
                             } />" "{c.label}</label>
                     }
@@ -346,7 +340,7 @@ pub fn PlanPanel(
                 {input("plan-headroom", "Headroom (%)", |a| a.headroom_pct.clone(), |a, v| a.headroom_pct = v, "5")}
                 <label class="check"><input id="plan-offload" type="checkbox"
                     prop:checked=move || asked.with(|a| a.offload)
-                    on:change=move |ev| { let c = event_target_checked(&ev); asked.update(|a| a.offload = c); } />
+                    on:change=move |ev| { let c = event_target_checked(&ev); edit(&|a| a.offload = c); } />
                     " allow offload"</label>
             </div>
             {checks("plan-engines", "Engines", Choices::Engine, |a| &a.engines, |a| &mut a.engines)}

@@ -634,7 +634,7 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
         );
     } else if e.headroom_bytes >= 0 {
         // the GPU holds it; what does not: the node's CPU memory or the serving KV cache
-        let why = if e.cpu_memory_bytes > e.gpu.node_cpu_memory_bytes {
+        let why = if !e.cpu_fits() {
             format!(
                 "the offloaded states need {} of CPU memory per node and the node has {}",
                 fmt_gib(e.cpu_memory_bytes),
@@ -669,11 +669,7 @@ fn print_estimate(e: &Estimate, json: bool, explain: bool) {
             "CPU memory per node for offloaded states: {} of the node's {} ({}; hardware.cpu_memory_gb)",
             fmt_gib(e.cpu_memory_bytes),
             fmt_gib(node),
-            if e.cpu_memory_bytes <= node {
-                "fits"
-            } else {
-                "does not fit"
-            }
+            if e.cpu_fits() { "fits" } else { "does not fit" }
         );
     }
     if let Some(s) = &e.serving {

@@ -603,23 +603,15 @@ fn GpuPicker(
             }
         })
     };
-    let mem_text = bound_text(doc, "hardware.gpu_memory_gb", doc::text_of, |t| {
-        doc::value_of(t, true)
-    });
-    let cpu_text = bound_text(doc, "hardware.cpu_memory_gb", doc::text_of, |t| {
-        doc::value_of(t, true)
-    });
-    let cpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.cpu_memory_gb")));
     // the node's CPU memory computed with (the GPU preset's typical node when left empty)
-    let cpu_placeholder = move || {
+    let cpu_placeholder = Signal::derive(move || {
         last_good.with(|e| {
             e.as_ref()
                 .map(|e| calc_core::units::fmt_gib_input(e.gpu.node_cpu_memory_bytes))
                 .unwrap_or_default()
         })
-    };
+    });
     let gpu_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu")));
-    let mem_error = Memo::new(move |_| errors.with(|e| field_errors(e, "hardware.gpu_memory_gb")));
     view! {
         <fieldset class="group">
             <legend>"Hardware"</legend>
@@ -638,35 +630,46 @@ fn GpuPicker(
                 </select>
                 <p id="hardware-gpu-error" class="field-error" class:hidden=move || gpu_error.with(|e| e.is_none())>{move || gpu_error.get().unwrap_or_default()}</p>
             </div>
-            <div class="field" class:invalid=move || mem_error.with(|e| e.is_some())>
-                <label for="hardware-gpu_memory_gb">"GPU memory" <span class="unit">" (GB, or e.g. 80GiB)"</span></label>
-                <input id="hardware-gpu_memory_gb" type="text" inputmode="decimal" prop:value=move || mem_text.get() placeholder="preset size"
-                    aria-invalid=move || if mem_error.with(|e| e.is_some()) { "true" } else { "false" }
-                    aria-describedby="hardware-gpu_memory_gb-help hardware-gpu_memory_gb-error"
-                    on:input=move |ev| {
-                        let t = event_target_value(&ev);
-                        let v = doc::value_of(&t, true);
-                        mem_text.set(t);
-                        doc.update(|d| doc::set(d, "hardware.gpu_memory_gb", v));
-                    } />
-                <small id="hardware-gpu_memory_gb-help" class="help">"Overrides the preset's capacity. A number is GB (10^9 bytes)."</small>
-                <p id="hardware-gpu_memory_gb-error" class="field-error" class:hidden=move || mem_error.with(|e| e.is_none())>{move || mem_error.get().unwrap_or_default()}</p>
-            </div>
-            <div class="field" class:invalid=move || cpu_error.with(|e| e.is_some())>
-                <label for="hardware-cpu_memory_gb">"CPU memory per node" <span class="unit">" (GB, or e.g. 2TiB)"</span></label>
-                <input id="hardware-cpu_memory_gb" type="text" inputmode="decimal" prop:value=move || cpu_text.get() placeholder=cpu_placeholder
-                    aria-invalid=move || if cpu_error.with(|e| e.is_some()) { "true" } else { "false" }
-                    aria-describedby="hardware-cpu_memory_gb-help hardware-cpu_memory_gb-error"
-                    on:input=move |ev| {
-                        let t = event_target_value(&ev);
-                        let v = doc::value_of(&t, true);
-                        cpu_text.set(t);
-                        doc.update(|d| doc::set(d, "hardware.cpu_memory_gb", v));
-                    } />
-                <small id="hardware-cpu_memory_gb-help" class="help">"Offloaded and paged states must fit in it. Empty: the GPU's typical node (e.g. DGX H100: 2 TB). A number is GB (10^9 bytes)."</small>
-                <p id="hardware-cpu_memory_gb-error" class="field-error" class:hidden=move || cpu_error.with(|e| e.is_none())>{move || cpu_error.get().unwrap_or_default()}</p>
-            </div>
+            <MemoryField doc=doc errors=errors path="hardware.gpu_memory_gb" label="GPU memory"
+                unit=" (GB, or e.g. 80GiB)" placeholder="preset size".to_string()
+                help="Overrides the preset's capacity. A number is GB (10^9 bytes)." />
+            <MemoryField doc=doc errors=errors path="hardware.cpu_memory_gb" label="CPU memory per node"
+                unit=" (GB, or e.g. 2TiB)" placeholder=cpu_placeholder
+                help="Offloaded and paged states must fit in it. Empty: the GPU's typical node (e.g. DGX H100: 2 TB). A number is GB (10^9 bytes)." />
         </fieldset>
+    }
+}
+
+/// A memory size of the hardware section (GB, or a string with a unit), bound to the
+/// document at `path`, with its help line and field error.
+#[component]
+fn MemoryField(
+    doc: RwSignal<Value>,
+    errors: Memo<Vec<FieldError>>,
+    path: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    help: &'static str,
+    #[prop(into)] placeholder: Signal<String>,
+) -> impl IntoView {
+    let id = dom_id(path);
+    let text = bound_text(doc, path, doc::text_of, |t| doc::value_of(t, true));
+    let error = Memo::new(move |_| errors.with(|e| field_errors(e, path)));
+    view! {
+        <div class="field" class:invalid=move || error.with(|e| e.is_some())>
+            <label for=id.clone()>{label} <span class="unit">{unit}</span></label>
+            <input id=id.clone() type="text" inputmode="decimal" prop:value=move || text.get() placeholder=placeholder
+                aria-invalid=move || if error.with(|e| e.is_some()) { "true" } else { "false" }
+                aria-describedby=format!("{id}-help {id}-error")
+                on:input=move |ev| {
+                    let t = event_target_value(&ev);
+                    let v = doc::value_of(&t, true);
+                    text.set(t);
+                    doc.update(|d| doc::set(d, path, v));
+                } />
+            <small id=format!("{id}-help") class="help">{help}</small>
+            <p id=format!("{id}-error") class="field-error" class:hidden=move || error.with(|e| e.is_none())>{move || error.get().unwrap_or_default()}</p>
+        </div>
     }
 }
 

@@ -36,10 +36,18 @@ fn zero_stage(zero: &mut Map<String, Value>, stage: u8, optimizer: Offload, para
 /// sizes), `optimizer.type` for the optimizers DeepSpeed names, and
 /// `activation_checkpointing` when layers are recomputed. `nvme_path` is a placeholder to edit.
 ///
-/// Errors (field `engine.type`): the engine is not `deepspeed` or `megatron_deepspeed`;
-/// any validation error of the config itself.
+/// Errors: field `mode` when the configuration is an inference one (a `ds_config.json`
+/// configures training); field `engine.type` when the engine is not `deepspeed` or
+/// `megatron_deepspeed`; any validation error of the config itself.
 pub fn deepspeed_config(config: &Config) -> Result<Value, Vec<FieldError>> {
     let r = resolve(config)?;
+    if config.effective_mode() == crate::config::Mode::Inference {
+        return Err(vec![FieldError::new(
+            "mode",
+            "inference",
+            "a ds_config.json configures DeepSpeed training; switch the mode to training",
+        )]);
+    }
     let t = &config.training;
     let Some(z) = config.engine.zero_options() else {
         return Err(vec![FieldError::new(

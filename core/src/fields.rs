@@ -499,6 +499,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// Whether a `ds_config.json` can be exported ([`crate::export::deepspeed_config`]):
+    /// training or fine-tuning under an engine that runs DeepSpeed ZeRO.
+    pub fn exports_ds_config(&self) -> bool {
+        self.task != Task::Inference && self.engine.zero_options().is_some()
+    }
+
     /// The context of a document that may not be valid (unreadable settings count as
     /// their defaults).
     pub fn of(doc: &Value) -> Context {

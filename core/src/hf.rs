@@ -44,6 +44,28 @@ pub fn parse_hf_config(v: &Value) -> Result<ModelArch, Vec<FieldError>> {
 /// Parses a `config.json` document whose field paths are reported under `prefix`
 /// (e.g. `model.hf_config`).
 pub(crate) fn parse_at(v: &Value, prefix: &str) -> Result<ModelArch, Vec<FieldError>> {
+    parse_noting_defaults(v, prefix).map(|(arch, _)| arch)
+}
+
+/// Sizes a `config.json` did not give: each key's path and the family default used.
+pub type Defaulted = Vec<(String, u64)>;
+
+/// As [`parse_hf_config`], also returning the language model's sizes the file does not
+/// have (path and the value used) (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+/// `intermediate_size`, `vocab_size`, `max_position_embeddings`,
+/// under `text_config.` for a wrapper), for which the family's configuration class default
+/// was used, as transformers does; an explicit `null` counts as given. Empty for a complete
+/// file. Errors as [`parse_hf_config_str`].
+pub fn parse_hf_config_noting_defaults(
+    v: &Value,
+) -> Result<(ModelArch, Defaulted), Vec<FieldError>> {
+    parse_noting_defaults(v, "")
+}
+
+fn parse_noting_defaults(
+    v: &Value,
+    prefix: &str,
+) -> Result<(ModelArch, Defaulted), Vec<FieldError>> {
     let Value::Object(map) = v else {
         return Err(vec![FieldError::new(
             prefix,
@@ -52,9 +74,10 @@ pub(crate) fn parse_at(v: &Value, prefix: &str) -> Result<ModelArch, Vec<FieldEr
         )]);
     };
     let errors = RefCell::new(Vec::new());
-    let r = Reader::new(map, prefix, &errors);
+    let defaulted = RefCell::new(Vec::new());
+    let r = Reader::new(map, prefix, &errors, &defaulted);
     let arch = parse_reader(&r);
-    finish(arch, errors)
+    finish(arch, errors).map(|a| (a, defaulted.into_inner()))
 }
 
 /// Parses the calculator's own `model` section: the same keys as `config.json`, but
@@ -67,6 +90,7 @@ pub(crate) fn parse_model_section(
     ignore: &[&str],
 ) -> Result<ModelArch, Vec<FieldError>> {
     let errors = RefCell::new(Vec::new());
+    let defaulted = RefCell::new(Vec::new());
     // Overrides apply to the language model: `text_config` of a wrapper if it has one.
     let mut merged = match base {
         Some(Value::Object(m)) => m.clone(),
@@ -90,7 +114,7 @@ pub(crate) fn parse_model_section(
         }
     }
     let arch = {
-        let r = Reader::new(&merged, prefix, &errors);
+        let r = Reader::new(&merged, prefix, &errors, &defaulted);
         let arch = parse_reader(&r);
         if !wrapped {
             let unused = r.unused_keys();
@@ -170,11 +194,11 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
     let d = &f.defaults;
     let k = &f.keys;
     // --- sizes, with the family's key names ---------------------------------------------
-    let hidden = r.count_or(k.hidden_size, d.hidden_size);
-    let layers = r.count_or(k.num_hidden_layers, d.num_hidden_layers);
-    let heads = r.count_or(k.num_attention_heads, d.num_attention_heads);
-    let vocab = r.count_or(k.vocab_size, d.vocab_size);
-    let max_pos = r.count_or(k.max_position_embeddings, d.max_position_embeddings);
+    let hidden = r.size_or(k.hidden_size, d.hidden_size);
+    let layers = r.size_or(k.num_hidden_layers, d.num_hidden_layers);
+    let heads = r.size_or(k.num_attention_heads, d.num_attention_heads);
+    let vocab = r.size_or(k.vocab_size, d.vocab_size);
+    let max_pos = r.size_or(k.max_position_embeddings, d.max_position_embeddings);
     let hidden = bounded(r, "hidden_size", hidden, 1, limits::MAX_HIDDEN)?;
     let layers = bounded(r, "num_hidden_layers", layers, 1, limits::MAX_LAYERS)?;
     let heads = bounded(r, "num_attention_heads", heads, 1, limits::MAX_HEADS)?;
@@ -183,6 +207,8 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
 
     // key/value heads
     let kv = match f.kv_heads {
+        // absent means one KV head per attention head (MHA), the classes' convention, not a
+        // guessed size: not recorded as defaulted
         KvHeads::Key => r.count_or(
             &["num_key_value_heads"],
             if d.num_key_value_heads == 0 {
@@ -242,7 +268,7 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
         return None;
     }
     let head_dim = bounded(r, "head_dim", head_dim, 1, limits::MAX_HEAD_DIM)?;
-    let inter = r.count_or(
+    let inter = r.size_or(
         k.intermediate_size,
         if d.intermediate_size == 0 {
             4 * hidden
@@ -423,7 +449,7 @@ fn text_config<'a>(r: &'a Reader<'a>) -> Option<&'a Map<String, Value>> {
 fn parse_llava(r: &Reader) -> Option<ModelArch> {
     let empty = Map::new();
     let tc = text_config(r).unwrap_or(&empty);
-    let tr = Reader::new(tc, &r.path("text_config"), r.errors);
+    let tr = r.child(tc, "text_config");
     let mt = tr.string("model_type").unwrap_or_else(|| "llama".into());
     let Some(f) = find(&mt).filter(|f| f.wrapper.is_none()) else {
         unsupported(&tr, &mt);
@@ -431,7 +457,7 @@ fn parse_llava(r: &Reader) -> Option<ModelArch> {
     };
     let mut a = parse_language(&tr, f)?;
     let vc = r.object("vision_config").unwrap_or(&empty);
-    let vr = Reader::new(vc, &r.path("vision_config"), r.errors);
+    let vr = r.child(vc, "vision_config");
     // LlavaConfig's default vision tower: CLIP ViT-L/14 at 336 px.
     let h = bounded(
         &vr,
@@ -493,7 +519,7 @@ fn parse_qwen2_5_vl(r: &Reader) -> Option<ModelArch> {
     // Older files keep the text fields at the top level; newer ones under text_config.
     let mut a = match text_config(r) {
         Some(tc) => {
-            let tr = Reader::new(tc, &r.path("text_config"), r.errors);
+            let tr = r.child(tc, "text_config");
             parse_language(&tr, text_family("qwen2_5_vl")?)?
         }
         None => parse_language(r, text_family("qwen2_5_vl")?)?,
@@ -501,7 +527,7 @@ fn parse_qwen2_5_vl(r: &Reader) -> Option<ModelArch> {
     a.model_type = "qwen2_5_vl".into();
     let empty = Map::new();
     let vc = r.object("vision_config").unwrap_or(&empty);
-    let vr = Reader::new(vc, &r.path("vision_config"), r.errors);
+    let vr = r.child(vc, "vision_config");
     // Qwen2_5_VLVisionConfig defaults (transformers 5.23).
     let depth = bounded(
         &vr,
@@ -548,11 +574,11 @@ fn parse_qwen2_5_vl(r: &Reader) -> Option<ModelArch> {
 fn parse_gemma3(r: &Reader) -> Option<ModelArch> {
     let empty = Map::new();
     let tc = text_config(r).unwrap_or(&empty);
-    let tr = Reader::new(tc, &r.path("text_config"), r.errors);
+    let tr = r.child(tc, "text_config");
     let mut a = parse_language(&tr, text_family("gemma3")?)?;
     a.model_type = "gemma3".into();
     let vc = r.object("vision_config").unwrap_or(&empty);
-    let vr = Reader::new(vc, &r.path("vision_config"), r.errors);
+    let vr = r.child(vc, "vision_config");
     // SiglipVisionConfig defaults (transformers 5.23).
     let h = bounded(
         &vr,

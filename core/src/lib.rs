@@ -64,7 +64,7 @@ pub mod weights;
 
 pub use config::{Config, Mode, SCHEMA_VERSION};
 pub use error::FieldError;
-pub use hf::{parse_hf_config, parse_hf_config_str};
+pub use hf::{parse_hf_config, parse_hf_config_noting_defaults, parse_hf_config_str};
 pub use model::{ModelArch, ParamCounts};
 pub use problem::Resolved;
 pub use report::{

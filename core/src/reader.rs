@@ -13,6 +13,9 @@ pub(crate) struct Reader<'a> {
     prefix: String,
     used: RefCell<BTreeSet<String>>,
     pub(crate) errors: &'a RefCell<Vec<FieldError>>,
+    /// The size keys read with [`Reader::size_or`] that were absent, by path, with the
+    /// family's default that was used; shared with child readers.
+    pub(crate) defaulted: &'a RefCell<Vec<(String, u64)>>,
 }
 
 impl<'a> Reader<'a> {
@@ -20,13 +23,20 @@ impl<'a> Reader<'a> {
         map: &'a Map<String, Value>,
         prefix: &str,
         errors: &'a RefCell<Vec<FieldError>>,
+        defaulted: &'a RefCell<Vec<(String, u64)>>,
     ) -> Self {
         Reader {
             map,
             prefix: prefix.to_string(),
             used: RefCell::new(BTreeSet::new()),
             errors,
+            defaulted,
         }
+    }
+    /// A reader of the object `map` found under `key`, sharing this reader's errors and
+    /// defaulted keys, its paths prefixed with `key`'s path.
+    pub fn child<'b>(&'b self, map: &'b Map<String, Value>, key: &str) -> Reader<'b> {
+        Reader::new(map, &self.path(key), self.errors, self.defaulted)
     }
     pub fn path(&self, key: &str) -> String {
         if self.prefix.is_empty() {
@@ -96,6 +106,17 @@ impl<'a> Reader<'a> {
     }
     pub fn count_or(&self, keys: &[&str], default: u64) -> u64 {
         self.count_any(keys).unwrap_or(default)
+    }
+    /// As [`Reader::count_or`] for a size of the model: when no key of `keys` is in the
+    /// object (an explicit `null` counts as given), the first key's path and `default` are
+    /// recorded as defaulted, so that the user can be told which sizes the file did not give.
+    pub fn size_or(&self, keys: &[&str], default: u64) -> u64 {
+        if !keys.iter().any(|k| self.map.contains_key(*k)) {
+            self.defaulted
+                .borrow_mut()
+                .push((self.path(keys[0]), default));
+        }
+        self.count_or(keys, default)
     }
     pub fn boolean(&self, key: &str, default: bool) -> bool {
         match self.get(key) {

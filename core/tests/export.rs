@@ -51,6 +51,23 @@ fn ds_config_only_for_deepspeed_engines() {
 }
 
 #[test]
+fn ds_config_only_for_training() {
+    // an inference configuration under a DeepSpeed engine: no ds_config (it configures
+    // training), and the page's button follows the same fact
+    let doc = json!({"mode": "inference", "model": {"preset": "gpt2"},
+                     "engine": {"type": "deepspeed", "zero_stage": 3}});
+    let e = deepspeed_config(&cfg(doc.clone())).unwrap_err();
+    assert_eq!(e[0].field, "mode");
+    assert!(e[0].message.contains("training"), "{}", e[0].message);
+    use calc_core::fields::Context;
+    assert!(!Context::of(&doc).exports_ds_config());
+    let mut training = doc;
+    training["mode"] = json!("training");
+    assert!(Context::of(&training).exports_ds_config());
+    assert!(deepspeed_config(&cfg(training)).is_ok());
+}
+
+#[test]
 fn gpu_fits_orders_by_capacity_and_splits_at_the_boundary() {
     // Llama-3.1-8B full training on one GPU, AMP + AdamW: fp32 weights, gradients and two
     // moments (16 B/param) plus the step's foreach temporaries and autocast copies: about

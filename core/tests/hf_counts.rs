@@ -108,3 +108,39 @@ fn presets_match_shared_hf_configs() {
         shared.display()
     );
 }
+
+#[test]
+fn partial_files_name_the_sizes_left_to_defaults() {
+    // llava-1.5-7b's text_config gives only a few keys: LlamaConfig's defaults (hidden 4096,
+    // 32 layers, 32 heads, intermediate 11008) make it a Llama-2-7B, as transformers reads it
+    let text = presets::model_preset_text("llava-1.5-7b").unwrap();
+    let v: Value = serde_json::from_str(text).unwrap();
+    let (a, d) = calc_core::parse_hf_config_noting_defaults(&v).unwrap();
+    assert_eq!(a.hidden_size, 4096);
+    assert_eq!(
+        d,
+        vec![
+            ("text_config.hidden_size".to_string(), 4096),
+            ("text_config.num_hidden_layers".to_string(), 32),
+            ("text_config.num_attention_heads".to_string(), 32),
+            ("text_config.intermediate_size".to_string(), 11008),
+        ]
+    );
+    // a complete file (Llama-3.1-8B) has none; an explicit null counts as given
+    let text = presets::model_preset_text("llama-3.1-8b").unwrap();
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert!(
+        calc_core::parse_hf_config_noting_defaults(&v)
+            .unwrap()
+            .1
+            .is_empty()
+    );
+    let gpt2 = serde_json::json!({"model_type": "gpt2", "n_inner": null, "n_embd": 768,
+        "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024});
+    assert!(
+        calc_core::parse_hf_config_noting_defaults(&gpt2)
+            .unwrap()
+            .1
+            .is_empty()
+    );
+}

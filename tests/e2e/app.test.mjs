@@ -166,6 +166,13 @@ test('engine switch shows only the fields that apply', async () => {
   await page.selectOption('#engine-type', '"megatron_deepspeed"');
   await page.locator('#export-ds').waitFor({ state: 'visible' });
   await page.locator('#engine-reduce_bucket_size').waitFor({ state: 'attached' });
+  // a ds_config.json configures training: no button in inference mode, back in training
+  await page.click('#mode-inference');
+  await page.locator('#export-ds').waitFor({ state: 'hidden' });
+  await page.click('#mode-training');
+  await page.locator('#export-ds').waitFor({ state: 'visible' });
+  // the footer says what leaves the page: only a config.json fetched from the Hub
+  assert.match(await page.textContent('footer'), /not sent anywhere.*Only "Fetch".*huggingface\.co/);
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -194,6 +201,13 @@ test('Hugging Face config: paste, upload, fetch by model id, each error kept apa
   await page.locator('#model-info', { hasText: '124.44M parameters' }).waitFor();
   assert.equal(await page.locator('#model-preset').inputValue(), '');
 
+  // a partial file: the sizes it lacks are named with the LlamaConfig defaults used
+  await page.fill('#hf-config-text', '{"model_type": "llama", "vocab_size": 128256, "max_position_embeddings": 8192}');
+  await page.locator('#hf-status', { hasText: 'Not in the file' }).waitFor();
+  assert.match(await page.locator('#hf-status').textContent(),
+    /defaults were used \(as transformers does\): hidden_size = 4096, num_hidden_layers = 32, num_attention_heads = 32, intermediate_size = 11008/);
+  await page.fill('#hf-config-text', readFileSync(presetFile('openai-community__gpt2.json'), 'utf8'));
+  await page.locator('#hf-status', { hasText: 'gpt2: 12 layers, hidden 768' }).waitFor();
   // invalid JSON and an unsupported family: a message, the last valid model kept
   await page.fill('#hf-config-text', '{"model_type": "llama", ');
   await page.locator('#hf-error', { hasText: 'invalid JSON' }).waitFor();

@@ -121,6 +121,23 @@ async fn fetch_config(id: &str) -> Result<String, String> {
         .ok_or_else(|| "the response is not text".to_string())
 }
 
+/// What a partial `config.json` left to the family's defaults (empty for a complete file):
+/// the user sees which sizes were not in the file and the values used for them.
+fn defaults_note(arch: &calc_core::ModelArch, defaulted: &[(String, u64)]) -> String {
+    if defaulted.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = defaulted
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    format!(
+        ". Not in the file, so the {} configuration's defaults were used (as transformers does): {}",
+        arch.model_type,
+        list.join(", ")
+    )
+}
+
 /// The import panel. `doc` is the config document; a valid config replaces its `model`.
 #[component]
 pub fn HfImport(doc: RwSignal<Value>) -> impl IntoView {
@@ -134,12 +151,12 @@ pub fn HfImport(doc: RwSignal<Value>) -> impl IntoView {
         let parsed: Result<Value, String> =
             serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"));
         let result = parsed.and_then(|v| {
-            calc_core::parse_hf_config(&v)
-                .map(|a| (v, a))
+            calc_core::parse_hf_config_noting_defaults(&v)
+                .map(|(a, defaulted)| (v, a, defaulted))
                 .map_err(|e| parse_errors(&e))
         });
         match result {
-            Ok((v, arch)) => {
+            Ok((v, arch, defaulted)) => {
                 let mut model = Map::new();
                 model.insert("hf_config".into(), v);
                 if !origin.is_empty() {
@@ -147,7 +164,7 @@ pub fn HfImport(doc: RwSignal<Value>) -> impl IntoView {
                 }
                 doc.update(|d| crate::doc::set(d, "model", Some(Value::Object(model))));
                 error.set(String::new());
-                status.set(summary(&arch));
+                status.set(summary(&arch) + &defaults_note(&arch, &defaulted));
             }
             Err(e) => {
                 error.set(format!("{e} (the previous model is kept)"));
@@ -229,6 +246,28 @@ mod tests {
         assert!(id_error("a/b/c").is_some());
         assert!(id_error("../etc").is_some());
         assert!(id_error("x y").is_some());
+    }
+
+    #[test]
+    fn a_partial_config_names_the_defaults_used() {
+        // LlamaConfig's defaults (transformers 5.23): hidden 4096, 32 layers, 32 heads,
+        // intermediate 11008, vocab 32000, 2048 positions; only vocab_size and
+        // max_position_embeddings are given here
+        let v = serde_json::json!({"model_type": "llama", "vocab_size": 128256,
+            "max_position_embeddings": 8192});
+        let (a, d) = calc_core::parse_hf_config_noting_defaults(&v).unwrap();
+        assert_eq!(a.hidden_size, 4096);
+        assert_eq!(
+            defaults_note(&a, &d),
+            ". Not in the file, so the llama configuration's defaults were used (as transformers does): \
+             hidden_size = 4096, num_hidden_layers = 32, num_attention_heads = 32, intermediate_size = 11008"
+        );
+        // a complete file: no note
+        let full = serde_json::json!({"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
+            "num_hidden_layers": 16, "num_attention_heads": 32, "intermediate_size": 8192,
+            "max_position_embeddings": 8192});
+        let (a, d) = calc_core::parse_hf_config_noting_defaults(&full).unwrap();
+        assert_eq!(defaults_note(&a, &d), "");
     }
 
     #[test]

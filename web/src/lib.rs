@@ -268,8 +268,8 @@ pub fn App() -> impl IntoView {
             }
         });
     };
-    // a ds_config.json exists for the engines that run DeepSpeed ZeRO
-    let is_deepspeed = move || ctx.with(|c| c.engine.zero_options().is_some());
+    // a ds_config.json exists for training under the engines that run DeepSpeed ZeRO
+    let is_deepspeed = move || ctx.with(Context::exports_ds_config);
     let on_reset = move |_| {
         doc.set(default_doc());
         status.set("Reset to the default configuration".into());
@@ -335,7 +335,8 @@ pub fn App() -> impl IntoView {
             </section>
         </main>
         <footer class="bottom">
-            <p>"All numbers are computed by calc-core (Rust, WebAssembly) on this page; nothing is sent anywhere."</p>
+            <p>"All numbers are computed by calc-core (Rust, WebAssembly) on this page; your configuration is not sent anywhere. "
+                "Only \"Fetch\" under Hugging Face model contacts huggingface.co, to download the config.json you name."</p>
         </footer>
     }
 }

@@ -646,6 +646,74 @@ test('explain rows, which GPUs fit, keyboard use, dark and mobile layouts', asyn
   await phone.close();
 });
 
+test('phone: the verdict stays in view, the charts are drawn for the width with readable text', async () => {
+  const H = 844;
+  const phone = await browser.newContext({ viewport: { width: 390, height: H }, isMobile: true, hasTouch: true });
+  const { page, errors } = await openPage(phone);
+  const inView = async (sel) => {
+    const r = await page.locator(sel).boundingBox();
+    return r !== null && r.y >= 0 && r.y + r.height <= H;
+  };
+  // the summary bar: in view at load, saying what the headline says (same verdict, same total)
+  await page.locator('#summary-verdict', { hasText: /^Fits: / }).waitFor();
+  assert.ok(await inView('#summary'), 'summary visible without scrolling');
+  const verdict = await page.textContent('#verdict');
+  const total = verdict.match(/^Fits: ([\d.]+ GiB) of ([\d.]+ GiB) per GPU/);
+  assert.ok(total, verdict);
+  assert.match(await page.textContent('#summary-verdict'), new RegExp(`^Fits: ${total[1]} of ${total[2]} per GPU, [\\d.]+ GiB free`));
+  const box = await page.locator('#summary').boundingBox();
+  assert.ok(box.height <= 0.12 * H, `summary is compact: ${box.height}px`);
+  await page.screenshot({ path: path.join(OUT, 'phone-top.png') });
+  // deep in the form, editing: the summary stays at the top and follows the edit
+  await page.locator('#training-micro_batch_size').scrollIntoViewIfNeeded();
+  await page.fill('#training-micro_batch_size', '16');
+  await page.locator('#summary-verdict', { hasText: /^Does not fit: / }).waitFor();
+  assert.ok(await page.evaluate(() => window.scrollY) > 300, 'scrolled into the form');
+  assert.equal(await inView('#verdict'), false, 'the results are out of view, below the form');
+  const r = await page.locator('#summary').boundingBox();
+  assert.ok(r.y >= 0 && r.y < 2, `summary sticks to the top: y = ${r.y}`);
+  assert.match(await page.textContent('#verdict'), /^Does not fit: needs/);
+  await page.screenshot({ path: path.join(OUT, 'phone-form.png') });
+  // a tap on it goes to the results: the full verdict is then in view
+  await page.locator('#summary').tap();
+  await page.waitForFunction(() => location.hash.startsWith('#') && document.querySelector('#verdict').getBoundingClientRect().top >= 0);
+  assert.ok(await inView('#verdict'), 'the results are in view after a tap');
+  await page.fill('#training-micro_batch_size', '1');
+  await page.locator('#summary-verdict', { hasText: /^Fits: / }).waitFor();
+  // the charts: drawn at their container's width, every text at least 11 px as rendered
+  await page.locator('#fits svg').waitFor();
+  await page.locator('#sweep svg').waitFor();
+  const charts = await page.evaluate(() => ['chart', 'fits', 'sweep'].map(id => {
+    const svg = document.querySelector(`#${id} svg`);
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const sizes = [...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+    return { id, scale, width: svg.getBoundingClientRect().width, box: svg.parentElement.clientWidth, texts: sizes.length, min: Math.min(...sizes) };
+  }));
+  for (const c of charts) {
+    assert.ok(c.texts > 5, `${c.id}: ${c.texts} texts`);
+    assert.ok(Math.abs(c.scale - 1) < 0.01, `${c.id} drawn for its width, not scaled: ${c.scale}`);
+    assert.ok(c.width <= c.box + 0.5, `${c.id} fits its container: ${c.width} > ${c.box}`);
+    assert.ok(c.min >= 11, `${c.id}: smallest text ${c.min.toFixed(1)} px as rendered`);
+  }
+  await page.locator('#chart').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(OUT, 'phone-charts.png') });
+  await page.locator('#fits').screenshot({ path: path.join(OUT, 'phone-fits.png') });
+  // turned sideways, the charts are drawn again for the new width
+  await page.setViewportSize({ width: 844, height: 390 });
+  const portrait = charts[0].width;
+  await page.waitForFunction((w) => {
+    const drawn = Number(document.querySelector('#chart svg').getAttribute('width'));
+    return drawn !== Math.round(w) && drawn === Math.min(720, document.querySelector('#chart').clientWidth);
+  }, portrait);
+  // a wide screen has no summary bar: the results column itself stays in view
+  const desktop = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const { page: d, errors: e2 } = await openPage(desktop);
+  assert.equal(await d.locator('#summary').isVisible(), false);
+  assert.deepEqual([...errors, ...e2], []);
+  await desktop.close();
+  await phone.close();
+});
+
 test('plan search: ranked layouts, sortable, the form\'s layout placed, use this plan', async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const { page, errors } = await openPage(context);

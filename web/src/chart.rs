@@ -36,11 +36,53 @@ fn gib(b: u64) -> f64 {
     b as f64 / GIB as f64
 }
 
-/// Draws the chart of `e` into an SVG string of `size` pixels.
-pub fn render_svg(e: &Estimate, size: (u32, u32)) -> String {
+/// Below this width (CSS px) the charts use their narrow layout: legend under the plot,
+/// labels over the bars, so that no text is drawn smaller than [`MIN_FONT`].
+pub const NARROW_PX: u32 = 560;
+/// The narrowest drawing: a container narrower than this scrolls sideways.
+pub const MIN_WIDTH_PX: u32 = 240;
+/// The smallest text size any chart asks plotters for. Plotters' SVG backend writes
+/// `font-size` = size / 1.24 (plotters-svg `svg.rs`), so 14 is 11.3 px; the page draws each
+/// chart at its container's width, so SVG user units are CSS px and the text is rendered at
+/// that size.
+pub const MIN_FONT: u32 = 14;
+
+/// The memory chart's height (px) for a drawing `width` px wide: the wide layout keeps the
+/// legend in the right margin; the narrow one stacks it under the plot, two columns (one
+/// under 320 px) of 18 px rows.
+pub fn chart_height(e: &Estimate, width: u32) -> u32 {
+    if width >= NARROW_PX {
+        return 380;
+    }
+    let entries = legend_entries(e).len() as u32 + 1; // + the capacity line
+    let cols = if width >= 320 { 2 } else { 1 };
+    PLOT_H_NARROW + 10 + entries.div_ceil(cols) * 18
+}
+
+const PLOT_H_NARROW: u32 = 270;
+
+/// The components drawn (those non-zero in some phase), then the overheads if any, with
+/// their colours, bottom of the stack first.
+fn legend_entries(e: &Estimate) -> Vec<(String, RGBAColor)> {
+    let mut legend: Vec<(String, RGBAColor)> = COMPONENTS
+        .iter()
+        .filter(|c| e.phases.iter().any(|p| p.components[**c] > 0))
+        .map(|c| (c.replace('_', " "), component_color(c).mix(1.0)))
+        .collect();
+    if e.overheads.values().sum::<u64>() > 0 {
+        legend.push(("overheads".into(), GREY.mix(0.6)));
+    }
+    legend
+}
+
+const GREY: RGBColor = RGBColor(158, 158, 158);
+const RED: RGBColor = RGBColor(211, 47, 47);
+
+/// Draws the chart of `e` into an SVG string `width` px wide ([`chart_height`] high).
+pub fn render_svg(e: &Estimate, width: u32) -> String {
     let mut buf = String::new();
     {
-        let backend = SVGBackend::with_string(&mut buf, size);
+        let backend = SVGBackend::with_string(&mut buf, (width, chart_height(e, width)));
         if let Err(err) = draw(backend, e) {
             return format!("<p class=\"chart-error\">chart: {err}</p>");
         }
@@ -52,6 +94,14 @@ pub fn render_svg(e: &Estimate, size: (u32, u32)) -> String {
 
 fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
     let root = backend.into_drawing_area();
+    let (w, _) = root.dim_in_pixel();
+    let narrow = w < NARROW_PX;
+    let (plot, legend_area) = if narrow {
+        let (a, b) = root.split_vertically(PLOT_H_NARROW);
+        (a, Some(b))
+    } else {
+        (root.clone(), None)
+    };
     let overhead: u64 = e.overheads.values().sum();
     let capacity = gib(e.gpu_memory_bytes);
     let tallest = e
@@ -61,33 +111,41 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
         .fold(0.0, f64::max);
     let ymax = (capacity.max(tallest) * 1.12).max(1.0);
     let n = e.phases.len() as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(12)
-        .margin_right(190)
-        .x_label_area_size(28)
-        .y_label_area_size(56)
+    // narrow: each word of a phase's label on a line of its own
+    let label_lines = if narrow {
+        e.phases
+            .iter()
+            .map(|p| p.phase.as_str().split('_').count() + usize::from(p.phase == e.peak_phase))
+            .max()
+            .unwrap_or(1) as u32
+    } else {
+        1
+    };
+    let mut chart = ChartBuilder::on(&plot)
+        .margin(if narrow { 8 } else { 12 })
+        .margin_right(if narrow { 8 } else { 190 })
+        .x_label_area_size(10 + 16 * label_lines)
+        .y_label_area_size(if narrow { 46 } else { 56 })
         .build_cartesian_2d(0f64..n, 0f64..ymax)
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
+        .y_labels(if narrow { 6 } else { 10 })
         .y_desc("GiB")
         .y_label_formatter(&|v| format!("{v:.0}"))
         .light_line_style(TRANSPARENT)
         .bold_line_style(RGBAColor(128, 128, 128, 0.3))
-        .label_style(("sans-serif", 13).into_font().color(&BLACK))
-        .axis_desc_style(("sans-serif", 13).into_font().color(&BLACK))
+        .label_style(("sans-serif", MIN_FONT).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", 15).into_font().color(&BLACK))
         .draw()
         .map_err(|e| e.to_string())?;
 
-    let mut legend: Vec<(String, RGBAColor)> = Vec::new();
-    let used: Vec<&str> = COMPONENTS
+    for name in COMPONENTS
         .iter()
-        .copied()
-        .filter(|c| e.phases.iter().any(|p| p.components[*c] > 0))
-        .collect();
-    for name in &used {
+        .filter(|c| e.phases.iter().any(|p| p.components[**c] > 0))
+    {
         let color = component_color(name);
         let bars: Vec<Rectangle<(f64, f64)>> = e
             .phases
@@ -112,10 +170,8 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
             })
             .collect();
         chart.draw_series(bars).map_err(|e| e.to_string())?;
-        legend.push((name.replace('_', " "), color.mix(1.0)));
     }
     // fixed overheads on top of each bar
-    let grey = RGBColor(158, 158, 158);
     if overhead > 0 {
         let bars: Vec<Rectangle<(f64, f64)>> = e
             .phases
@@ -127,71 +183,79 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
                         (i as f64 + 0.18, gib(p.allocated_bytes)),
                         (i as f64 + 0.82, gib(p.allocated_bytes + overhead)),
                     ],
-                    grey.mix(0.6).filled(),
+                    GREY.mix(0.6).filled(),
                 )
             })
             .collect();
         chart.draw_series(bars).map_err(|e| e.to_string())?;
-        legend.push(("overheads".into(), grey.mix(0.6)));
     }
     // the GPU's capacity
-    let red = RGBColor(211, 47, 47);
     chart
         .draw_series(std::iter::once(PathElement::new(
             vec![(0.0, capacity), (n, capacity)],
-            red.stroke_width(2),
+            RED.stroke_width(2),
         )))
         .map_err(|e| e.to_string())?;
-    // legend in the right margin, top to bottom as the stack reads bottom to top
-    let (w, _) = root.dim_in_pixel();
-    let x0 = w as i32 - 178;
-    let text = TextStyle::from(("sans-serif", 12).into_font())
+    // the legend, top to bottom as the stack reads bottom to top: in the right margin, or
+    // under the plot in columns
+    let text = TextStyle::from(("sans-serif", MIN_FONT).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    let gpu_label = format!("GPU capacity {capacity:.1} GiB");
-    root.draw(&PathElement::new(
-        vec![(x0, 18), (x0 + 12, 18)],
-        red.stroke_width(2),
-    ))
-    .map_err(|e| e.to_string())?;
-    root.draw(&Text::new(gpu_label, (x0 + 18, 18), text.clone()))
+    let mut entries = vec![(format!("GPU capacity {capacity:.1} GiB"), None)];
+    entries.extend(
+        legend_entries(e)
+            .into_iter()
+            .rev()
+            .map(|(l, c)| (l, Some(c))),
+    );
+    let (area, x0, y0, cols) = match &legend_area {
+        Some(a) => (a, 10, 10, if w >= 320 { 2 } else { 1 }),
+        None => (&root, w as i32 - 178, 18, 1),
+    };
+    let rows = entries.len().div_ceil(cols);
+    let col_w = (w as i32 - 2 * x0) / cols as i32;
+    for (k, (label, color)) in entries.into_iter().enumerate() {
+        let (x, y) = (x0 + col_w * (k / rows) as i32, y0 + 18 * (k % rows) as i32);
+        match color {
+            Some(c) => area.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled())),
+            None => area.draw(&PathElement::new(
+                vec![(x, y), (x + 12, y)],
+                RED.stroke_width(2),
+            )),
+        }
         .map_err(|e| e.to_string())?;
-    for (k, (label, color)) in legend.iter().rev().enumerate() {
-        let y = 38 + 18 * k as i32;
-        root.draw(&Rectangle::new(
-            [(x0, y - 5), (x0 + 12, y + 5)],
-            color.filled(),
-        ))
-        .map_err(|e| e.to_string())?;
-        root.draw(&Text::new(label.clone(), (x0 + 18, y), text.clone()))
+        area.draw(&Text::new(label, (x + 18, y), text.clone()))
             .map_err(|e| e.to_string())?;
     }
     // phase names under the bars, peak marked
-    let style = TextStyle::from(("sans-serif", 13).into_font())
+    let style = TextStyle::from(("sans-serif", 15).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
     for (i, p) in e.phases.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        let mut label = p.phase.as_str().replace('_', " ");
+        let mut words: Vec<String> = p.phase.as_str().split('_').map(str::to_string).collect();
         if p.phase == e.peak_phase {
-            label.push_str(" (peak)");
+            words.push("(peak)".into());
         }
-        root.draw(&Text::new(label, (x, y + 6), style.clone()))
-            .map_err(|e| e.to_string())?;
+        let lines = if narrow { words } else { vec![words.join(" ")] };
+        for (k, line) in lines.into_iter().enumerate() {
+            plot.draw(&Text::new(line, (x, y + 6 + 16 * k as i32), style.clone()))
+                .map_err(|e| e.to_string())?;
+        }
     }
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
 
 /// A line of total memory against `x` (micro-batch or context length) with the GPU's
-/// capacity; `points` are (x, total bytes, capacity bytes).
-pub fn render_sweep_svg(points: &[(u64, u64, u64)], x_label: &str, size: (u32, u32)) -> String {
+/// capacity; `points` are (x, total bytes, capacity bytes). Drawn `width` px wide, 260 high.
+pub fn render_sweep_svg(points: &[(u64, u64, u64)], x_label: &str, width: u32) -> String {
     if points.is_empty() {
         return String::new();
     }
     let mut buf = String::new();
     {
-        let backend = SVGBackend::with_string(&mut buf, size);
+        let backend = SVGBackend::with_string(&mut buf, (width, 260));
         if let Err(err) = draw_sweep(backend, points, x_label) {
             return format!("<p class=\"chart-error\">chart: {err}</p>");
         }
@@ -206,6 +270,7 @@ fn draw_sweep<DB: DrawingBackend>(
     x_label: &str,
 ) -> Result<(), String> {
     let root = backend.into_drawing_area();
+    let narrow = root.dim_in_pixel().0 < NARROW_PX;
     let capacity = gib(points[0].2);
     let ymax = points.iter().map(|p| gib(p.1)).fold(capacity, f64::max) * 1.1;
     let (x0, x1) = (points[0].0 as f64, points[points.len() - 1].0 as f64);
@@ -213,12 +278,14 @@ fn draw_sweep<DB: DrawingBackend>(
     let fx = |x: f64| if log { x.log2() } else { x };
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(56)
+        .x_label_area_size(40)
+        .y_label_area_size(if narrow { 46 } else { 56 })
         .build_cartesian_2d(fx(x0)..fx(x1).max(fx(x0) + 1.0), 0f64..ymax)
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
+        .x_labels(if narrow { 5 } else { 10 })
+        .y_labels(if narrow { 6 } else { 10 })
         .light_line_style(TRANSPARENT)
         .bold_line_style(RGBAColor(128, 128, 128, 0.3))
         .x_desc(x_label)
@@ -231,8 +298,8 @@ fn draw_sweep<DB: DrawingBackend>(
             }
         })
         .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(("sans-serif", 12).into_font().color(&BLACK))
-        .axis_desc_style(("sans-serif", 13).into_font().color(&BLACK))
+        .label_style(("sans-serif", MIN_FONT).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", 15).into_font().color(&BLACK))
         .draw()
         .map_err(|e| e.to_string())?;
     let blue = RGBColor(66, 133, 244);
@@ -261,14 +328,15 @@ fn draw_sweep<DB: DrawingBackend>(
 }
 
 /// "Which GPUs fit": per GPU preset, a horizontal bar of the configuration's total memory
-/// (green where it fits, red where not) over the GPU's capacity (grey).
-pub fn render_fits_svg(fits: &[calc_core::export::GpuFit], size: (u32, u32)) -> String {
+/// (green where it fits, red where not) over the GPU's capacity (grey), drawn `width` px
+/// wide ([`fits_height`] high); narrow, each GPU's name is written over its bar.
+pub fn render_fits_svg(fits: &[calc_core::export::GpuFit], width: u32) -> String {
     if fits.is_empty() {
         return String::new();
     }
     let mut buf = String::new();
     {
-        let backend = SVGBackend::with_string(&mut buf, size);
+        let backend = SVGBackend::with_string(&mut buf, (width, fits_height(fits.len(), width)));
         if let Err(err) = draw_fits(backend, fits) {
             return format!("<p class=\"chart-error\">chart: {err}</p>");
         }
@@ -277,11 +345,22 @@ pub fn render_fits_svg(fits: &[calc_core::export::GpuFit], size: (u32, u32)) -> 
         .replace("#000", "currentColor")
 }
 
+/// The which-GPUs-fit chart's height (px) for `n` GPUs at `width` px: 340 wide; narrow,
+/// 40 px per GPU (its name over its bar) and the axis.
+pub fn fits_height(n: usize, width: u32) -> u32 {
+    if width >= NARROW_PX {
+        340
+    } else {
+        40 * n as u32 + 70
+    }
+}
+
 fn draw_fits<DB: DrawingBackend>(
     backend: DB,
     fits: &[calc_core::export::GpuFit],
 ) -> Result<(), String> {
     let root = backend.into_drawing_area();
+    let narrow = root.dim_in_pixel().0 < NARROW_PX;
     let n = fits.len() as f64;
     let xmax = fits
         .iter()
@@ -291,15 +370,21 @@ fn draw_fits<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
         .margin_left(8)
-        .x_label_area_size(36)
-        .y_label_area_size(250)
+        .margin_right(if narrow { 16 } else { 12 })
+        .x_label_area_size(if narrow { 54 } else { 36 })
+        .y_label_area_size(if narrow { 0 } else { 250 })
         .build_cartesian_2d(0f64..xmax, 0f64..n)
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(0)
-        .x_desc("GiB (total incl. overheads; grey: GPU capacity)")
+        .x_labels(if narrow { 5 } else { 10 })
+        .x_desc(if narrow {
+            "GiB (grey: GPU capacity)"
+        } else {
+            "GiB (total incl. overheads; grey: GPU capacity)"
+        })
         .x_label_formatter(&|v| format!("{v:.0}"))
         .light_line_style(TRANSPARENT)
         .bold_line_style(RGBAColor(128, 128, 128, 0.3))
@@ -309,12 +394,15 @@ fn draw_fits<DB: DrawingBackend>(
         .map_err(|e| e.to_string())?;
     let grey = RGBColor(158, 158, 158).mix(0.45);
     let (green, red) = (RGBColor(46, 160, 67), RGBColor(211, 47, 47));
-    // top to bottom in the order given (smallest capacity first)
+    // top to bottom in the order given (smallest capacity first); narrow, the bars sit in
+    // the lower part of each row, under the name
     let y = |i: usize| n - 1.0 - i as f64;
+    let (lo, hi) = if narrow { (0.05, 0.55) } else { (0.12, 0.88) };
+    let (blo, bhi) = if narrow { (0.13, 0.47) } else { (0.3, 0.7) };
     chart
         .draw_series(fits.iter().enumerate().map(|(i, f)| {
             Rectangle::new(
-                [(0.0, y(i) + 0.12), (gib(f.gpu_memory_bytes), y(i) + 0.88)],
+                [(0.0, y(i) + lo), (gib(f.gpu_memory_bytes), y(i) + hi)],
                 grey.filled(),
             )
         }))
@@ -323,20 +411,78 @@ fn draw_fits<DB: DrawingBackend>(
         .draw_series(fits.iter().enumerate().map(|(i, f)| {
             let c = if f.fits { green } else { red };
             Rectangle::new(
-                [(0.0, y(i) + 0.3), (gib(f.total_bytes), y(i) + 0.7)],
+                [(0.0, y(i) + blo), (gib(f.total_bytes), y(i) + bhi)],
                 c.filled(),
             )
         }))
         .map_err(|e| e.to_string())?;
     let style = TextStyle::from(("sans-serif", 15).into_font())
         .color(&BLACK)
-        .pos(Pos::new(HPos::Right, VPos::Center));
+        .pos(if narrow {
+            Pos::new(HPos::Left, VPos::Center)
+        } else {
+            Pos::new(HPos::Right, VPos::Center)
+        });
     for (i, f) in fits.iter().enumerate() {
-        let (x, yy) = chart.backend_coord(&(0.0, y(i) + 0.5));
         let label = format!("{} {}", if f.fits { "✓" } else { "✗" }, f.name);
-        root.draw(&Text::new(label, (x - 6, yy), style.clone()))
+        let at = if narrow {
+            let (x, yy) = chart.backend_coord(&(0.0, y(i) + 0.77));
+            (x + 2, yy)
+        } else {
+            let (x, yy) = chart.backend_coord(&(0.0, y(i) + 0.5));
+            (x - 6, yy)
+        };
+        root.draw(&Text::new(label, at, style.clone()))
             .map_err(|e| e.to_string())?;
     }
     root.present().map_err(|e| e.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `font-size` the SVG sets, in SVG units.
+    fn font_sizes(svg: &str) -> Vec<f64> {
+        svg.split("font-size=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn narrow_charts_keep_text_at_11_px_and_their_width() {
+        let c = calc_core::Config::from_value(serde_json::json!(
+            {"model": {"preset": "llama-3.1-8b"}, "hardware": {"num_gpus": 8}}
+        ))
+        .unwrap();
+        let e = calc_core::estimate(&c).unwrap();
+        let fits = calc_core::export::gpu_fits(&c).unwrap();
+        for w in [300, 337, 432, 720] {
+            let svgs = [
+                render_svg(&e, w),
+                render_fits_svg(&fits, w),
+                render_sweep_svg(&[(1, 1 << 30, 80 << 30), (8, 9 << 30, 80 << 30)], "x", w),
+            ];
+            for svg in svgs {
+                // drawn at the width asked (SVG units = CSS px where the page shows it)
+                assert!(
+                    svg.starts_with(&format!("<svg width=\"{w}\"")),
+                    "{}",
+                    &svg[..60]
+                );
+                let sizes = font_sizes(&svg);
+                assert!(!sizes.is_empty());
+                // 14 / 1.24 = 11.29 px, plotters' SVG font-size
+                let min = sizes.iter().copied().fold(f64::INFINITY, f64::min);
+                assert!(min >= 11.0, "width {w}: smallest text {min}");
+            }
+        }
+        // narrow: the legend under the plot (the capacity line and each component drawn, in
+        // 2 columns of 18 px rows); wide: 380 px whatever the legend
+        let entries = legend_entries(&e).len() as u32 + 1;
+        assert_eq!(chart_height(&e, 337), 270 + 10 + entries.div_ceil(2) * 18);
+        assert_eq!(chart_height(&e, 720), 380);
+    }
 }

@@ -268,6 +268,32 @@ pub fn App() -> impl IntoView {
             }
         });
     };
+    // the charts are drawn at their container's width (so that their text is drawn at the
+    // size it is set in, not shrunk with the SVG), measured once mounted and on resize; the
+    // estimates they draw do not depend on it
+    let chart_width = RwSignal::new(720u32);
+    let measure = move || {
+        let w = document()
+            .get_element_by_id("chart")
+            .map(|el| el.client_width())
+            .unwrap_or(0);
+        if w > 0 {
+            let w = (w as u32).clamp(chart::MIN_WIDTH_PX, 720);
+            if chart_width.get_untracked() != w {
+                chart_width.set(w);
+            }
+        }
+    };
+    request_animation_frame(measure);
+    let _ = window_event_listener(leptos::ev::resize, move |_| measure());
+    let fits = Memo::new(move |_| {
+        settled.with(|c| {
+            c.as_ref()
+                .ok()
+                .and_then(|c| calc_core::export::gpu_fits(c).ok())
+        })
+    });
+    let sweep = Memo::new(move |_| settled.with(|c| c.as_ref().ok().map(sweep_points)));
     // a ds_config.json exists for training under the engines that run DeepSpeed ZeRO
     let is_deepspeed = move || ctx.with(Context::exports_ds_config);
     let on_reset = move |_| {
@@ -283,6 +309,7 @@ pub fn App() -> impl IntoView {
                 "computed in your browser."
             </p>
         </header>
+        <Summary last_good=last_good stale=stale />
         <main class="layout">
             <section class="inputs" aria-label="Configuration">
                 <ModeSwitch doc=doc ctx=ctx />
@@ -301,19 +328,18 @@ pub fn App() -> impl IntoView {
                     })
                     .collect_view()}
             </section>
-            <section class="results" class:stale=move || stale.get() aria-live="polite">
+            <section id="results" class="results" class:stale=move || stale.get() aria-live="polite">
                 <Verdict last_good=last_good stale=stale />
                 <GeneralErrors errors=errors />
                 <div id="chart" class="chart" role="img" aria-label="Memory per phase against the GPU's capacity"
                     inner_html=move || last_good.with(|e| e.as_ref().map(|e| {
-                        let svg = chart::render_svg(e, (720, 380));
+                        let svg = chart::render_svg(e, chart_width.get());
                         mark("chart-rendered");
                         svg
                     }).unwrap_or_default())></div>
                 <div id="fits" class="chart" role="img" aria-label="Which GPUs fit"
-                    inner_html=move || settled.with(|c| c.as_ref().ok()
-                        .and_then(|c| calc_core::export::gpu_fits(c).ok())
-                        .map(|f| chart::render_fits_svg(&f, (720, 340)))
+                    inner_html=move || fits.with(|f| f.as_ref()
+                        .map(|f| chart::render_fits_svg(f, chart_width.get()))
                         .unwrap_or_default())></div>
                 <Solvers parsed=settled doc=doc status=status />
                 <plan::PlanPanel settled=settled last_good=last_good doc=doc status=status inputs=plan_inputs />
@@ -322,7 +348,9 @@ pub fn App() -> impl IntoView {
                 <accuracy::AccuracyPanel parsed=parsed last_good=last_good doc=doc />
                 <Import doc=doc status=status />
                 <p id="sweep-caption" class="hint">{move || settled.with(|c| c.as_ref().ok().map(sweep_caption).unwrap_or_default())}</p>
-                <div id="sweep" class="chart" inner_html=move || settled.with(|c| c.as_ref().ok().map(sweep_svg).unwrap_or_default())></div>
+                <div id="sweep" class="chart" inner_html=move || sweep.with(|p| p.as_ref()
+                    .map(|(points, label)| chart::render_sweep_svg(points, label, chart_width.get()))
+                    .unwrap_or_default())></div>
                 <div class="actions">
                     <button id="export" on:click=on_export>"Export JSON"</button>
                     <button id="copy" on:click=on_copy>"Copy JSON"</button>
@@ -680,27 +708,93 @@ fn Verdict(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoVie
         <div id="verdict" class="verdict" class:fits=move || last_good.with(|e| e.as_ref().is_some_and(|e| e.fits))
             class:nofit=move || last_good.with(|e| e.as_ref().is_some_and(|e| !e.fits))>
             {move || last_good.with(|e| match e {
-                                None => "Enter a valid configuration.".to_string(),
-                Some(e) if e.serving.is_some() => {
-                    let sv = e.serving.as_ref().expect("serving");
-                    format!("{}: {}", if sv.fits { "Serves" } else { "Does not fit" }, sv.message)
-                }
-                Some(e) if e.fits => format!(
-                    "Fits: {} of {} per GPU ({:.0} %), {} free",
-                    fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), 100.0 * e.utilization, fmt_gib(e.headroom_bytes as u64)
-                ),
-                Some(e) if !e.cpu_fits() && e.headroom_bytes >= 0 => format!(
-                    "Does not fit in CPU memory: the offloaded states need {} per node and the node has {} (the GPU holds its part: {} of {}, {} free)",
-                    fmt_gib(e.cpu_memory_bytes), fmt_gib(e.gpu.node_cpu_memory_bytes),
-                    fmt_gib(e.total_bytes), fmt_gib(e.gpu_memory_bytes), fmt_gib(e.headroom_bytes as u64)
-                ),
-                Some(e) => format!(
-                    "Does not fit: needs {} per GPU, {} more than the {} available",
-                    fmt_gib(e.total_bytes), fmt_gib(e.headroom_bytes.unsigned_abs()), fmt_gib(e.gpu_memory_bytes)
-                ),
+                None => "Enter a valid configuration.".to_string(),
+                Some(e) => verdict_text(e).0,
             })}
             <span class="stale-note" class:hidden=move || !stale.get()>" (last valid result: fix the highlighted fields)"</span>
         </div>
+    }
+}
+
+/// The verdict of an estimate, in full (the results' headline) and short (the phone's
+/// summary bar): one text for both, from the estimate's own `fits`.
+fn verdict_text(e: &Estimate) -> (String, String) {
+    let per_gpu = format!(
+        "{} of {} per GPU",
+        fmt_gib(e.total_bytes),
+        fmt_gib(e.gpu_memory_bytes)
+    );
+    match &e.serving {
+        Some(sv) => (
+            format!(
+                "{}: {}",
+                if sv.fits { "Serves" } else { "Does not fit" },
+                sv.message
+            ),
+            format!(
+                "{}: {per_gpu}, {} requests of {} tokens",
+                if sv.fits { "Serves" } else { "Does not fit" },
+                (sv.max_concurrency.floor() as u64),
+                sv.max_model_len
+            ),
+        ),
+        None if e.fits => (
+            format!(
+                "Fits: {} of {} per GPU ({:.0} %), {} free",
+                fmt_gib(e.total_bytes),
+                fmt_gib(e.gpu_memory_bytes),
+                100.0 * e.utilization,
+                fmt_gib(e.headroom_bytes as u64)
+            ),
+            format!("Fits: {per_gpu}, {} free", fmt_gib(e.headroom_bytes as u64)),
+        ),
+        None if !e.cpu_fits() && e.headroom_bytes >= 0 => (
+            format!(
+                "Does not fit in CPU memory: the offloaded states need {} per node and the node has {} (the GPU holds its part: {} of {}, {} free)",
+                fmt_gib(e.cpu_memory_bytes),
+                fmt_gib(e.gpu.node_cpu_memory_bytes),
+                fmt_gib(e.total_bytes),
+                fmt_gib(e.gpu_memory_bytes),
+                fmt_gib(e.headroom_bytes as u64)
+            ),
+            format!(
+                "Does not fit in CPU memory: {} per node of {}",
+                fmt_gib(e.cpu_memory_bytes),
+                fmt_gib(e.gpu.node_cpu_memory_bytes)
+            ),
+        ),
+        None => (
+            format!(
+                "Does not fit: needs {} per GPU, {} more than the {} available",
+                fmt_gib(e.total_bytes),
+                fmt_gib(e.headroom_bytes.unsigned_abs()),
+                fmt_gib(e.gpu_memory_bytes)
+            ),
+            format!(
+                "Does not fit: {per_gpu}, {} over",
+                fmt_gib(e.headroom_bytes.unsigned_abs())
+            ),
+        ),
+    }
+}
+
+/// The summary bar: on a phone (one column, the results under the form) it sticks to the top
+/// of the screen while the form scrolls under it, so the verdict and its numbers are always in
+/// view; a tap goes to the results. Hidden on wide screens, where the results column itself
+/// stays in view (style.css).
+#[component]
+fn Summary(last_good: Memo<Option<Estimate>>, stale: Memo<bool>) -> impl IntoView {
+    view! {
+        <a id="summary" class="summary" href="#results"
+            class:fits=move || last_good.with(|e| e.as_ref().is_some_and(|e| e.fits))
+            class:nofit=move || last_good.with(|e| e.as_ref().is_some_and(|e| !e.fits))
+            class:stale=move || stale.get()>
+            <span id="summary-verdict">{move || last_good.with(|e| match e {
+                None => "Enter a valid configuration.".to_string(),
+                Some(e) => verdict_text(e).1,
+            })}</span>
+            <span class="summary-more">{move || if stale.get() { " (last valid result) ↓" } else { " ↓" }}</span>
+        </a>
     }
 }
 
@@ -950,12 +1044,13 @@ fn Solvers(
     }
 }
 
-/// Memory against the micro-batch (training) or the context length (inference), with the
-/// limit it must stay under, as estimated by calc_core at each point. A serving runtime
+/// The sweep's points: memory against the micro-batch (training) or the context length
+/// (inference), with the limit it must stay under, as estimated by calc_core at each point,
+/// and the x axis's label. A serving runtime
 /// (vLLM, SGLang) reserves its whole budget whatever the length, so there the line is what
 /// one request of `max_model_len` tokens needs (calc-core's `one_sequence_bytes`) against
 /// that budget: the headline's verdict is whether it fits (see [`sweep_caption`]).
-fn sweep_svg(c: &Config) -> String {
+fn sweep_points(c: &Config) -> (Vec<(u64, u64, u64)>, &'static str) {
     let inference = c.effective_mode() == calc_core::config::Mode::Inference;
     let serving = inference
         && c.inference
@@ -1000,7 +1095,7 @@ fn sweep_svg(c: &Config) -> String {
         (true, false) => "context length (tokens)",
         (false, _) => "micro-batch size",
     };
-    chart::render_sweep_svg(&points, label, (720, 260))
+    (points, label)
 }
 
 /// What the sweep plots, said above it.

@@ -3,9 +3,13 @@
 // Navigations: network first (a new deploy is picked up, an older deploy's assets are
 // dropped from the cache), the cached page when offline.
 // Assets: cache first (their names change with their content), stored as they are fetched.
+// The reference suite (fetched by the accuracy panel; names without a hash): cached at
+// install with the page, then network first like the page, the cached copy when offline.
 // Paths are relative to this file, so the site works under any sub-path (GitHub Pages).
 const CACHE = 'gpu-mem-calc-v1';
 const INDEX = new URL('./', self.location).href;
+const DATA = ['probe_records.jsonl', 'dist_records.jsonl', 'published_cases.json']
+  .map(f => new URL(f, INDEX).href);
 
 // The assets index.html references: quoted or, in Trunk's minified HTML, bare attribute
 // values (./name-hash.ext).
@@ -21,7 +25,7 @@ function assetsOf(html) {
 async function prune(cache, html) {
   const keep = assetsOf(html);
   for (const req of await cache.keys()) {
-    if (req.url !== INDEX && !keep.has(req.url)) await cache.delete(req);
+    if (req.url !== INDEX && !DATA.includes(req.url) && !keep.has(req.url)) await cache.delete(req);
   }
 }
 
@@ -31,7 +35,7 @@ self.addEventListener('install', (event) => {
     const resp = await fetch(INDEX, { cache: 'no-cache' });
     const html = await resp.clone().text();
     await cache.put(INDEX, resp);
-    await cache.addAll([...assetsOf(html)]);
+    await cache.addAll([...assetsOf(html), ...DATA]);
     await self.skipWaiting();
   })());
 });
@@ -48,6 +52,19 @@ self.addEventListener('activate', (event) => {
 self.addEventListener('fetch', (event) => {
   const req = event.request;
   if (req.method !== 'GET' || new URL(req.url).origin !== self.location.origin) return;
+  if (DATA.includes(req.url)) {
+    event.respondWith((async () => {
+      const cache = await caches.open(CACHE);
+      try {
+        const resp = await fetch(req, { cache: 'no-cache' });
+        if (resp.ok) await cache.put(req, resp.clone());
+        return resp;
+      } catch (e) {
+        return (await cache.match(req)) || Response.error();
+      }
+    })());
+    return;
+  }
   if (req.mode === 'navigate') {
     event.respondWith((async () => {
       const cache = await caches.open(CACHE);

@@ -1,6 +1,8 @@
 //! Measured accuracy: the estimate against the reference suite.
 //!
-//! Two kinds of reference are embedded at build time from `tests/reference/`:
+//! Two kinds of reference are embedded at build time from `tests/reference/` (feature
+//! `embedded-reference`, on by default; without it, e.g. in the web app, which fetches the
+//! files when its accuracy panel is opened, they are given with [`load_reference`]):
 //!
 //! * **Probe records** (`probe_records.jsonl`, written by `probe/probe.py`): live tensor bytes
 //!   per phase and per category of real `transformers` training / inference runs, measured
@@ -24,7 +26,65 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::OnceLock;
 
+#[cfg(feature = "embedded-reference")]
 include!(concat!(env!("OUT_DIR"), "/reference_gen.rs"));
+
+/// The reference suite, parsed.
+#[derive(Debug, Default)]
+struct Reference {
+    probe: Vec<ProbeRecord>,
+    dist: Vec<ProbeRecord>,
+    published: Vec<PublishedCase>,
+}
+
+impl Reference {
+    /// Parses the text of the three files; errors name the file and line.
+    fn parse(probe: &str, dist: &str, published: &str) -> Result<Reference, String> {
+        fn records(text: &str, file: &str) -> Result<Vec<ProbeRecord>, String> {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| {
+                    serde_json::from_str(l).map_err(|e| format!("{file} line {}: {e}", i + 1))
+                })
+                .collect()
+        }
+        Ok(Reference {
+            probe: records(probe, "probe_records.jsonl")?,
+            dist: records(dist, "dist_records.jsonl")?,
+            published: serde_json::from_str(published)
+                .map_err(|e| format!("published_cases.json: {e}"))?,
+        })
+    }
+}
+
+static REFERENCE: OnceLock<Reference> = OnceLock::new();
+
+/// Gives the reference suite to a build without the embedded one (feature
+/// `embedded-reference` off): the text of `tests/reference/probe_records.jsonl`,
+/// `dist_records.jsonl` and `published_cases.json`, as the files are (fields the comparison
+/// does not read are ignored). The first suite given (or embedded) stays; a later call
+/// changes nothing. Errors: a line or file that does not parse, named with its line number.
+pub fn load_reference(probe: &str, dist: &str, published: &str) -> Result<(), String> {
+    let r = Reference::parse(probe, dist, published)?;
+    let _ = REFERENCE.set(r);
+    Ok(())
+}
+
+/// Whether the reference suite is available: embedded, or given with [`load_reference`].
+/// Until it is, the record lists and comparisons below are empty (and not cached).
+pub fn reference_loaded() -> bool {
+    reference().is_some()
+}
+
+fn reference() -> Option<&'static Reference> {
+    #[cfg(feature = "embedded-reference")]
+    return Some(REFERENCE.get_or_init(|| {
+        Reference::parse(PROBE_RECORDS, DIST_RECORDS, PUBLISHED_CASES).unwrap_or_default()
+    }));
+    #[cfg(not(feature = "embedded-reference"))]
+    REFERENCE.get()
+}
 
 /// Error budget on the peak and on each measured component: median of |error| (fraction).
 pub const BUDGET_MEDIAN: f64 = 0.03;
@@ -232,29 +292,17 @@ pub fn error_stats(errors: &[f64]) -> ErrorStats {
     }
 }
 
-/// The embedded probe records (tests/reference/probe_records.jsonl).
+/// The probe records (tests/reference/probe_records.jsonl); empty until the suite is
+/// available ([`reference_loaded`]).
 pub fn probe_records() -> &'static [ProbeRecord] {
-    static R: OnceLock<Vec<ProbeRecord>> = OnceLock::new();
-    R.get_or_init(|| {
-        PROBE_RECORDS
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    })
+    reference().map(|r| &r.probe[..]).unwrap_or(&[])
 }
 
 /// The embedded distributed records (tests/reference/dist_records.jsonl, written by
 /// `probe/dist_probe.py`): the most loaded rank of a multi-GPU run on a fake process group.
+/// Empty until the suite is available.
 pub fn dist_records() -> &'static [ProbeRecord] {
-    static R: OnceLock<Vec<ProbeRecord>> = OnceLock::new();
-    R.get_or_init(|| {
-        DIST_RECORDS
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    })
+    reference().map(|r| &r.dist[..]).unwrap_or(&[])
 }
 
 /// The engine group of a config (see [`CaseResult::engine`]).
@@ -272,10 +320,10 @@ pub fn engine_group(config: &Config) -> String {
     }
 }
 
-/// The embedded published cases (tests/reference/published_cases.json).
+/// The published cases (tests/reference/published_cases.json); empty until the suite is
+/// available.
 pub fn published_cases() -> &'static [PublishedCase] {
-    static R: OnceLock<Vec<PublishedCase>> = OnceLock::new();
-    R.get_or_init(|| serde_json::from_str(PUBLISHED_CASES).unwrap_or_default())
+    reference().map(|r| &r.published[..]).unwrap_or(&[])
 }
 
 fn parse(config: &Value) -> Result<Config, Vec<FieldError>> {
@@ -407,6 +455,9 @@ pub fn compare(rec: &ProbeRecord) -> Result<CaseResult, Vec<FieldError>> {
 /// there are none).
 pub fn compare_all() -> &'static [CaseResult] {
     static R: OnceLock<Vec<CaseResult>> = OnceLock::new();
+    if !reference_loaded() {
+        return &[];
+    }
     R.get_or_init(|| {
         probe_records()
             .iter()
@@ -419,6 +470,9 @@ pub fn compare_all() -> &'static [CaseResult] {
 /// asserts there are none).
 pub fn compare_dist() -> &'static [CaseResult] {
     static R: OnceLock<Vec<CaseResult>> = OnceLock::new();
+    if !reference_loaded() {
+        return &[];
+    }
     R.get_or_init(|| {
         dist_records()
             .iter()
@@ -435,6 +489,9 @@ fn all_records() -> impl Iterator<Item = &'static ProbeRecord> {
 /// Each record's parsed config and estimate (both suites), computed once.
 fn record_estimates() -> &'static [(Config, Estimate, &'static ProbeRecord)] {
     static R: OnceLock<Vec<(Config, Estimate, &'static ProbeRecord)>> = OnceLock::new();
+    if !reference_loaded() {
+        return &[];
+    }
     R.get_or_init(|| {
         all_records()
             .filter_map(|r| {
@@ -695,6 +752,36 @@ impl Calibration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(feature = "embedded-reference")]
+    fn the_files_as_served_read_as_the_embedded_suite() {
+        // the web app fetches tests/reference/ as the files are (with the timings and the
+        // first step's categories the build script strips); they must give the same records
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/reference");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let served = Reference::parse(
+            &read("probe_records.jsonl"),
+            &read("dist_records.jsonl"),
+            &read("published_cases.json"),
+        )
+        .unwrap();
+        let ids = |v: &[ProbeRecord]| v.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+        assert!(served.probe.len() >= 70, "{}", served.probe.len());
+        assert_eq!(ids(&served.probe), ids(probe_records()));
+        assert_eq!(ids(&served.dist), ids(dist_records()));
+        assert_eq!(served.published, published_cases());
+        for (a, b) in served.probe.iter().zip(probe_records()) {
+            assert_eq!(
+                a.measured.peak_allocated_bytes,
+                b.measured.peak_allocated_bytes
+            );
+            assert_eq!(a.config, b.config);
+        }
+        // a broken line is named
+        let e = Reference::parse("{}\n", "", "[]").unwrap_err();
+        assert!(e.starts_with("probe_records.jsonl line 1:"), "{e}");
+    }
 
     #[test]
     fn calibration_from_torch_numbers_and_lines() {

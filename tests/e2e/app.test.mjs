@@ -395,6 +395,16 @@ test('how accurate is this: suite error, nearest measured runs, the user\'s own 
   assert.equal(await page.inputValue('#overheads-allocator_reserve_fraction'), '0.1');
   assert.deepEqual(errors, []);
   await context.close();
+  // the suite cannot be fetched (never cached, server unreachable): the panel says so, and
+  // the user's own measurement still works
+  const cut = await browser.newContext({ viewport: { width: 1280, height: 1000 }, serviceWorkers: 'block' });
+  await cut.route('**/dist_records.jsonl', route => route.abort('internetdisconnected'));
+  const { page: p2 } = await openPage(cut);
+  await p2.click('#accuracy summary');
+  await p2.locator('#accuracy-error', { hasText: 'dist_records.jsonl: offline' }).waitFor();
+  await p2.fill('#calibration', 'max_memory_allocated: 20 GiB');
+  await p2.locator('#calibration-table tbody tr', { hasText: 'max_memory_allocated' }).waitFor();
+  await cut.close();
 });
 
 test('state: a link reproduces the page; bad links and imports are rejected, nothing saved lost', async () => {
@@ -821,5 +831,10 @@ test('offline: after one visit the app loads with the server gone', async () => 
   await page.reload();
   await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
   assert.ok(await page.locator('#chart svg rect').count() > 5, 'chart drawn offline');
+  // the reference suite is not in the first load: the accuracy panel, never opened while
+  // online, fetches it, and the service worker cached it at install
+  await page.click('#accuracy summary');
+  await page.locator('#accuracy-summary tbody tr').first().waitFor();
+  assert.equal(await page.locator('#accuracy-error').count(), 0);
   await context.close();
 });

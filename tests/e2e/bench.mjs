@@ -15,14 +15,17 @@ const PORT = 9100 + Math.floor(Math.random() * 500);
 const ORIGIN = `http://127.0.0.1:${PORT}`;
 const median = xs => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
+// the reference suite is not part of the first load: the accuracy panel fetches it when
+// opened (and the service worker caches it after the page has loaded)
+const LAZY = new Set(['probe_records.jsonl', 'dist_records.jsonl', 'published_cases.json']);
 const files = readdirSync(DIST).filter(f => statSync(path.join(DIST, f)).isFile());
-let raw = 0, gz = 0;
-const rows = [];
+let raw = 0, gz = 0, lazyRaw = 0, lazyGz = 0;
+const rows = [], lazyRows = [];
 for (const f of files.sort()) {
   const b = readFileSync(path.join(DIST, f));
   const g = gzipSync(b, { level: 9 }).length;
-  raw += b.length; gz += g;
-  rows.push(`| ${f.replace(/-[0-9a-f]{8,}/, '-<hash>')} | ${(b.length / 1024).toFixed(1)} | ${(g / 1024).toFixed(1)} |`);
+  const row = `| ${f.replace(/-[0-9a-f]{8,}/, '-<hash>')} | ${(b.length / 1024).toFixed(1)} | ${(g / 1024).toFixed(1)} |`;
+  if (LAZY.has(f)) { lazyRaw += b.length; lazyGz += g; lazyRows.push(row); } else { raw += b.length; gz += g; rows.push(row); }
 }
 
 const server = spawn('python3', ['-m', 'http.server', String(PORT), '--bind', '127.0.0.1', '--directory', DIST], { stdio: 'ignore' });
@@ -77,7 +80,8 @@ for (let i = 0; i < RUNS; i++) {
 await browser.close();
 server.kill();
 
-console.log(`| file | raw KiB | gzip KiB |\n|---|---|---|\n${rows.join('\n')}\n| **total** | **${(raw / 1024).toFixed(1)}** | **${(gz / 1024).toFixed(1)}** |\n`);
+console.log(`| file (first load) | raw KiB | gzip KiB |\n|---|---|---|\n${rows.join('\n')}\n| **total** | **${(raw / 1024).toFixed(1)}** | **${(gz / 1024).toFixed(1)}** |\n`);
+console.log(`| file (on demand: the accuracy panel) | raw KiB | gzip KiB |\n|---|---|---|\n${lazyRows.join('\n')}\n| **total** | **${(lazyRaw / 1024).toFixed(1)}** | **${(lazyGz / 1024).toFixed(1)}** |\n`);
 console.log(`| measure (median of ${RUNS} page loads, 5 keystrokes each) | ms |\n|---|---|`);
 console.log(`| first render (navigation start to the app mounted, first estimate and chart drawn) | ${median(first).toFixed(1)} |`);
 console.log(`| keystroke to chart (input event to the new chart SVG in the DOM) | ${median(toMark).toFixed(1)} |`);

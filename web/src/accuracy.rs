@@ -1,6 +1,8 @@
 //! "How accurate is this?": the measured error of the model (computed by
-//! `calc_core::accuracy` from the reference suite compiled into the app), the reference runs
-//! nearest to the current config, and the user's own measurement against the estimate.
+//! `calc_core::accuracy` from the reference suite, which the app fetches from the site,
+//! `tests/reference/` copied by Trunk, when the panel is first opened, and the service
+//! worker keeps for offline use), the reference runs nearest to the current config, and the
+//! user's own measurement against the estimate.
 //! Nothing here computes memory: it only shows what `calc_core` returns.
 
 use calc_core::Estimate;
@@ -106,23 +108,76 @@ pub fn AccuracyPanel(
     doc: RwSignal<Value>,
 ) -> impl IntoView {
     let opened = RwSignal::new(false);
+    // the suite: None while fetching, then loaded or the reason it is not
+    let suite = RwSignal::new(None::<Result<(), String>>);
+    let open = move |_| {
+        if opened.get_untracked() {
+            return;
+        }
+        opened.set(true);
+        if calc_core::accuracy::reference_loaded() {
+            suite.set(Some(Ok(())));
+            return;
+        }
+        wasm_bindgen_futures::spawn_local(async move {
+            let files = REFERENCE_FILES.map(fetch_text);
+            let [p, d, c] = files;
+            let loaded = match (p.await, d.await, c.await) {
+                (Ok(p), Ok(d), Ok(c)) => calc_core::accuracy::load_reference(&p, &d, &c),
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+            };
+            suite.set(Some(loaded));
+        });
+    };
     view! {
-        <details id="accuracy" class="group accuracy"
-            on:toggle=move |_| opened.set(true)>
+        <details id="accuracy" class="group accuracy" on:toggle=open>
             <summary>"How accurate is this?"</summary>
             <Show when=move || opened.get()>
-                <AccuracyBody parsed=parsed last_good=last_good doc=doc />
+                {move || match suite.get() {
+                    None => view! { <p id="accuracy-loading" class="hint">"Loading the measured runs ..."</p> }.into_any(),
+                    Some(Ok(())) => view! { <SuiteResults parsed=parsed /> }.into_any(),
+                    Some(Err(e)) => view! {
+                        <p id="accuracy-error" class="field-error" role="alert">{format!(
+                            "The measured runs could not be loaded ({e}); they are fetched once, when this panel is \
+                             first opened online, and kept for offline use. Your own measurement below works without them."
+                        )}</p>
+                    }.into_any(),
+                }}
+                <OwnMeasurement last_good=last_good doc=doc />
             </Show>
         </details>
     }
 }
 
+/// The reference suite's files, as Trunk copies them to the site's root (index.html).
+const REFERENCE_FILES: [&str; 3] = [
+    "probe_records.jsonl",
+    "dist_records.jsonl",
+    "published_cases.json",
+];
+
+/// Fetches a file of the site (relative to the page) as text; errors are messages.
+async fn fetch_text(url: &'static str) -> Result<String, String> {
+    use wasm_bindgen::JsCast;
+    let win = web_sys::window().ok_or("no window")?;
+    let resp = wasm_bindgen_futures::JsFuture::from(win.fetch_with_str(url))
+        .await
+        .map_err(|_| format!("{url}: offline"))?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("{url}: no response"))?;
+    if !resp.ok() {
+        return Err(format!("{url}: HTTP {}", resp.status()));
+    }
+    let text = resp.text().map_err(|_| format!("{url}: unreadable"))?;
+    wasm_bindgen_futures::JsFuture::from(text)
+        .await
+        .ok()
+        .and_then(|t| t.as_string())
+        .ok_or_else(|| format!("{url}: unreadable"))
+}
+
+/// The suite's figures and the runs nearest to the configuration (the suite is loaded).
 #[component]
-fn AccuracyBody(
-    parsed: Memo<Result<Config, Vec<FieldError>>>,
-    last_good: Memo<Option<Estimate>>,
-    doc: RwSignal<Value>,
-) -> impl IntoView {
+fn SuiteResults(parsed: Memo<Result<Config, Vec<FieldError>>>) -> impl IntoView {
     let peak = heldout_stats(|r| Some(r.peak.error));
     let acts = heldout_stats(|r| component(r, "activations"));
     let opt = heldout_stats(|r| component(r, "optimizer_states"));
@@ -142,46 +197,6 @@ fn AccuracyBody(
     let nearest = Memo::new(move |_| {
         parsed.with(|c| c.as_ref().map(|c| nearest_cases(c, 3)).unwrap_or_default())
     });
-
-    let text = RwSignal::new(LocalStorage::get::<String>(CALIBRATION_KEY).unwrap_or_default());
-    Effect::new(move |_| {
-        let _ = LocalStorage::set(CALIBRATION_KEY, text.get());
-    });
-    let calibration = Memo::new(move |_| {
-        let t = text.get();
-        if t.trim().is_empty() {
-            None
-        } else {
-            Some(Calibration::parse(&t))
-        }
-    });
-    let cal_error = move || match calibration.get() {
-        Some(Err(e)) => e.first().map(|e| e.message.clone()),
-        _ => None,
-    };
-    let cal_pairs = move || match (calibration.get(), last_good.get()) {
-        (Some(Ok(c)), Some(e)) => c.compare(&e),
-        _ => Vec::new(),
-    };
-    let implied = move || match calibration.get() {
-        Some(Ok(c)) => c.implied_overheads(),
-        _ => (None, None),
-    };
-    let apply = move |_| {
-        let (ctx, reserve) = implied();
-        doc.update(|d| {
-            if !d.get("overheads").is_some_and(Value::is_object) {
-                d["overheads"] = json!({});
-            }
-            if let Some(m) = ctx {
-                d["overheads"]["cuda_context_mib"] = json!((m * 10.0).round() / 10.0);
-            }
-            if let Some(r) = reserve {
-                d["overheads"]["allocator_reserve_fraction"] = json!((r * 1000.0).round() / 1000.0);
-            }
-        });
-    };
-
     view! {
             <p>
                 {format!(
@@ -245,6 +260,52 @@ fn AccuracyBody(
                     }).collect_view()}
                 </tbody>
             </table>
+    }
+}
+
+/// "Your own measurement": pasted numbers against the estimate (needs no suite).
+#[component]
+fn OwnMeasurement(last_good: Memo<Option<Estimate>>, doc: RwSignal<Value>) -> impl IntoView {
+    let text = RwSignal::new(LocalStorage::get::<String>(CALIBRATION_KEY).unwrap_or_default());
+    Effect::new(move |_| {
+        let _ = LocalStorage::set(CALIBRATION_KEY, text.get());
+    });
+    let calibration = Memo::new(move |_| {
+        let t = text.get();
+        if t.trim().is_empty() {
+            None
+        } else {
+            Some(Calibration::parse(&t))
+        }
+    });
+    let cal_error = move || match calibration.get() {
+        Some(Err(e)) => e.first().map(|e| e.message.clone()),
+        _ => None,
+    };
+    let cal_pairs = move || match (calibration.get(), last_good.get()) {
+        (Some(Ok(c)), Some(e)) => c.compare(&e),
+        _ => Vec::new(),
+    };
+    let implied = move || match calibration.get() {
+        Some(Ok(c)) => c.implied_overheads(),
+        _ => (None, None),
+    };
+    let apply = move |_| {
+        let (ctx, reserve) = implied();
+        doc.update(|d| {
+            if !d.get("overheads").is_some_and(Value::is_object) {
+                d["overheads"] = json!({});
+            }
+            if let Some(m) = ctx {
+                d["overheads"]["cuda_context_mib"] = json!((m * 10.0).round() / 10.0);
+            }
+            if let Some(r) = reserve {
+                d["overheads"]["allocator_reserve_fraction"] = json!((r * 1000.0).round() / 1000.0);
+            }
+        });
+    };
+
+    view! {
             <h3>"Your own measurement"</h3>
             <label for="calibration">
                 "Paste torch.cuda.max_memory_allocated() / max_memory_reserved() (e.g. "

@@ -158,21 +158,12 @@ const REFERENCE_FILES: [&str; 3] = [
 
 /// Fetches a file of the site (relative to the page) as text; errors are messages.
 async fn fetch_text(url: &'static str) -> Result<String, String> {
-    use wasm_bindgen::JsCast;
-    let win = web_sys::window().ok_or("no window")?;
-    let resp = wasm_bindgen_futures::JsFuture::from(win.fetch_with_str(url))
-        .await
-        .map_err(|_| format!("{url}: offline"))?;
-    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("{url}: no response"))?;
-    if !resp.ok() {
-        return Err(format!("{url}: HTTP {}", resp.status()));
-    }
-    let text = resp.text().map_err(|_| format!("{url}: unreadable"))?;
-    wasm_bindgen_futures::JsFuture::from(text)
-        .await
-        .ok()
-        .and_then(|t| t.as_string())
-        .ok_or_else(|| format!("{url}: unreadable"))
+    use crate::net::FetchError;
+    crate::net::fetch_text(url).await.map_err(|e| match e {
+        FetchError::Unreachable => format!("{url}: offline"),
+        FetchError::Status(s) => format!("{url}: HTTP {s}"),
+        FetchError::Unreadable => format!("{url}: unreadable"),
+    })
 }
 
 /// The suite's figures and the runs nearest to the configuration (the suite is loaded).

@@ -41,6 +41,8 @@ fn gib(b: u64) -> f64 {
 pub const NARROW_PX: u32 = 560;
 /// The narrowest drawing: a container narrower than this scrolls sideways.
 pub const MIN_WIDTH_PX: u32 = 240;
+/// The widest drawing: a wider container leaves the rest empty.
+pub const MAX_WIDTH_PX: u32 = 720;
 /// The smallest text size any chart asks plotters for. Plotters' SVG backend writes
 /// `font-size` = size / 1.24 (plotters-svg `svg.rs`), so 14 is 11.3 px; the page draws each
 /// chart at its container's width, so SVG user units are CSS px and the text is rendered at
@@ -54,19 +56,34 @@ pub fn chart_height(e: &Estimate, width: u32) -> u32 {
     if width >= NARROW_PX {
         return 380;
     }
-    let entries = legend_entries(e).len() as u32 + 1; // + the capacity line
-    let cols = if width >= 320 { 2 } else { 1 };
-    PLOT_H_NARROW + 10 + entries.div_ceil(cols) * 18
+    let entries = legend_entries(e).len() + 1; // + the capacity line
+    PLOT_H_NARROW
+        + LEGEND_TOP_NARROW
+        + (entries.div_ceil(legend_columns(width)) as u32) * LEGEND_ROW
 }
 
 const PLOT_H_NARROW: u32 = 270;
+/// The narrow legend's top margin and row height (px).
+const LEGEND_TOP_NARROW: u32 = 10;
+const LEGEND_ROW: u32 = 18;
 
-/// The components drawn (those non-zero in some phase), then the overheads if any, with
-/// their colours, bottom of the stack first.
-fn legend_entries(e: &Estimate) -> Vec<(String, RGBAColor)> {
-    let mut legend: Vec<(String, RGBAColor)> = COMPONENTS
+/// Columns of the narrow legend: two, one under 320 px.
+fn legend_columns(width: u32) -> usize {
+    if width >= 320 { 2 } else { 1 }
+}
+
+/// The components drawn: those non-zero in some phase, bottom of the stack first.
+fn drawn_components(e: &Estimate) -> impl Iterator<Item = &'static str> + '_ {
+    COMPONENTS
         .iter()
-        .filter(|c| e.phases.iter().any(|p| p.components[**c] > 0))
+        .copied()
+        .filter(|c| e.phases.iter().any(|p| p.components[*c] > 0))
+}
+
+/// The components drawn, then the overheads if any, with their colours, bottom of the
+/// stack first.
+fn legend_entries(e: &Estimate) -> Vec<(String, RGBAColor)> {
+    let mut legend: Vec<(String, RGBAColor)> = drawn_components(e)
         .map(|c| (c.replace('_', " "), component_color(c).mix(1.0)))
         .collect();
     if e.overheads.values().sum::<u64>() > 0 {
@@ -142,10 +159,7 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
         .draw()
         .map_err(|e| e.to_string())?;
 
-    for name in COMPONENTS
-        .iter()
-        .filter(|c| e.phases.iter().any(|p| p.components[**c] > 0))
-    {
+    for name in drawn_components(e) {
         let color = component_color(name);
         let bars: Vec<Rectangle<(f64, f64)>> = e
             .phases
@@ -154,10 +168,10 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
             .filter_map(|(i, p)| {
                 let below: u64 = COMPONENTS
                     .iter()
-                    .take_while(|c| *c != name)
+                    .take_while(|c| **c != name)
                     .map(|c| p.components[*c])
                     .sum();
-                let v = p.components[*name];
+                let v = p.components[name];
                 (v > 0).then(|| {
                     Rectangle::new(
                         [
@@ -209,13 +223,16 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
             .map(|(l, c)| (l, Some(c))),
     );
     let (area, x0, y0, cols) = match &legend_area {
-        Some(a) => (a, 10, 10, if w >= 320 { 2 } else { 1 }),
-        None => (&root, w as i32 - 178, 18, 1),
+        Some(a) => (a, 10, LEGEND_TOP_NARROW as i32, legend_columns(w)),
+        None => (&root, w as i32 - 178, LEGEND_ROW as i32, 1),
     };
     let rows = entries.len().div_ceil(cols);
     let col_w = (w as i32 - 2 * x0) / cols as i32;
     for (k, (label, color)) in entries.into_iter().enumerate() {
-        let (x, y) = (x0 + col_w * (k / rows) as i32, y0 + 18 * (k % rows) as i32);
+        let (x, y) = (
+            x0 + col_w * (k / rows) as i32,
+            y0 + LEGEND_ROW as i32 * (k % rows) as i32,
+        );
         match color {
             Some(c) => area.draw(&Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled())),
             None => area.draw(&PathElement::new(

@@ -85,40 +85,23 @@ fn parse_errors(errs: &[FieldError]) -> String {
 
 /// Fetches `<HUB>/<id>/resolve/main/config.json`. Errors are messages for the user.
 async fn fetch_config(id: &str) -> Result<String, String> {
-    let url = format!("{HUB}/{id}/resolve/main/config.json");
-    let win = web_sys::window().ok_or("no window")?;
-    let resp = wasm_bindgen_futures::JsFuture::from(win.fetch_with_str(&url)).await.map_err(|_| {
-        "could not reach huggingface.co (offline, or blocked by the network). Download the model's config.json \
-         and paste or upload it here instead"
-            .to_string()
-    })?;
-    let resp: web_sys::Response = resp
-        .dyn_into()
-        .map_err(|_| "unexpected fetch result".to_string())?;
-    match resp.status() {
-        200 => {}
-        401 | 403 => {
-            return Err(format!(
-                "{id} is gated or private (HTTP {}): accept its license on huggingface.co, download config.json \
-                 from the model's \"Files\" tab, and paste or upload it here",
-                resp.status()
-            ));
-        }
-        404 => {
-            return Err(format!(
-                "{id} was not found on huggingface.co (HTTP 404): check the model id"
-            ));
-        }
-        s => return Err(format!("huggingface.co answered HTTP {s} for {id}")),
-    }
-    let text = resp
-        .text()
-        .map_err(|_| "could not read the response".to_string())?;
-    let text = wasm_bindgen_futures::JsFuture::from(text)
+    use crate::net::{FetchError, fetch_text};
+    fetch_text(&format!("{HUB}/{id}/resolve/main/config.json"))
         .await
-        .map_err(|_| "could not read the response".to_string())?;
-    text.as_string()
-        .ok_or_else(|| "the response is not text".to_string())
+        .map_err(|e| match e {
+            FetchError::Unreachable => "could not reach huggingface.co (offline, or blocked by the network). \
+                 Download the model's config.json and paste or upload it here instead"
+                .to_string(),
+            FetchError::Status(s @ (401 | 403)) => format!(
+                "{id} is gated or private (HTTP {s}): accept its license on huggingface.co, download config.json \
+                 from the model's \"Files\" tab, and paste or upload it here"
+            ),
+            FetchError::Status(404) => {
+                format!("{id} was not found on huggingface.co (HTTP 404): check the model id")
+            }
+            FetchError::Status(s) => format!("huggingface.co answered HTTP {s} for {id}"),
+            FetchError::Unreadable => "could not read the response".to_string(),
+        })
 }
 
 /// What a partial `config.json` left to the family's defaults (empty for a complete file):

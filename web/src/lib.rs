@@ -9,6 +9,7 @@ pub mod accuracy;
 pub mod chart;
 pub mod doc;
 pub mod hf_import;
+pub mod net;
 pub mod plan;
 pub mod state;
 
@@ -271,14 +272,14 @@ pub fn App() -> impl IntoView {
     // the charts are drawn at their container's width (so that their text is drawn at the
     // size it is set in, not shrunk with the SVG), measured once mounted and on resize; the
     // estimates they draw do not depend on it
-    let chart_width = RwSignal::new(720u32);
+    let chart_width = RwSignal::new(chart::MAX_WIDTH_PX);
     let measure = move || {
         let w = document()
             .get_element_by_id("chart")
             .map(|el| el.client_width())
             .unwrap_or(0);
         if w > 0 {
-            let w = (w as u32).clamp(chart::MIN_WIDTH_PX, 720);
+            let w = (w as u32).clamp(chart::MIN_WIDTH_PX, chart::MAX_WIDTH_PX);
             if chart_width.get_untracked() != w {
                 chart_width.set(w);
             }
@@ -725,24 +726,20 @@ fn verdict_text(e: &Estimate) -> (String, String) {
         fmt_gib(e.gpu_memory_bytes)
     );
     match &e.serving {
-        Some(sv) => (
-            format!(
-                "{}: {}",
-                if sv.fits { "Serves" } else { "Does not fit" },
-                sv.message
-            ),
-            format!(
-                "{}: {per_gpu}, {} requests of {} tokens",
-                if sv.fits { "Serves" } else { "Does not fit" },
-                (sv.max_concurrency.floor() as u64),
-                sv.max_model_len
-            ),
-        ),
+        Some(sv) => {
+            let word = if sv.fits { "Serves" } else { "Does not fit" };
+            (
+                format!("{word}: {}", sv.message),
+                format!(
+                    "{word}: {per_gpu}, {} requests of {} tokens",
+                    sv.max_concurrency.floor() as u64,
+                    sv.max_model_len
+                ),
+            )
+        }
         None if e.fits => (
             format!(
-                "Fits: {} of {} per GPU ({:.0} %), {} free",
-                fmt_gib(e.total_bytes),
-                fmt_gib(e.gpu_memory_bytes),
+                "Fits: {per_gpu} ({:.0} %), {} free",
                 100.0 * e.utilization,
                 fmt_gib(e.headroom_bytes as u64)
             ),

@@ -816,7 +816,7 @@ pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         }
         _ => Expr::zero(),
     };
-    max_bytes(vec![attn, mlp])
+    max_bytes([attn, mlp])
 }
 
 /// Extra memory while one layer runs its backward: the layer's recomputed activations under
@@ -861,13 +861,12 @@ pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         }
         _ => Expr::zero(),
     };
-    recomputed + max_bytes(vec![mlp_grads, attn_grads])
+    recomputed + max_bytes([mlp_grads, attn_grads])
 }
 
 /// The largest of byte counts, writing only the non-zero ones.
-pub(crate) fn max_bytes(terms: Vec<Expr>) -> Expr {
-    let nonzero: Vec<Expr> = terms.into_iter().filter(|t| !t.is_zero()).collect();
-    Expr::max(nonzero)
+pub(crate) fn max_bytes(terms: impl IntoIterator<Item = Expr>) -> Expr {
+    Expr::max(terms.into_iter().filter(|t| !t.is_zero()))
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ pub fn forward_workspace(
     tp: u64,
 ) -> Expr {
     let p = forward_parts(arch, tokens, kv_len, batch_rows, attention, act, fp16, tp);
-    p.hidden + crate::activations::max_bytes(vec![p.mlp, p.attention])
+    p.hidden + crate::activations::max_bytes([p.mlp, p.attention])
 }
 
 /// The three parts of [`forward_workspace`]: the hidden states alive through a layer, the
@@ -439,13 +439,13 @@ fn generate(s: &InferStage) -> StageOutcome {
     } else {
         Expr::zero()
     };
-    let prefill_activations = Expr::max(vec![
+    let prefill_activations = Expr::max([
         (ws + masks + embeds).minus(logits_prefill.clone().label("logits")),
         final_hidden.label("final hidden states"),
     ]);
     let mut prefill = Phase::new(PhaseName::Prefill);
     prefill
-        .set(Component::Weights, weights.clone())
+        .put(Component::Weights, &weights)
         .set(Component::KvCache, Term::new(kv_prompt, KV_SOURCE))
         .set(
             Component::Activations,

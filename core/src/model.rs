@@ -86,6 +86,28 @@ pub struct ParamGroup {
     pub tp: TpSplit,
 }
 
+/// The (rows, cols) of a group's tensors on one rank ([`ParamGroup::rank_shapes`]): the
+/// weight, then the bias if any. At most two, kept inline (the plan search asks for them
+/// per candidate); reads as a slice.
+#[derive(Debug, Clone, Copy)]
+pub struct RankShapes {
+    shapes: [(u64, u64); 2],
+    len: usize,
+}
+
+impl RankShapes {
+    fn new(shapes: [(u64, u64); 2], len: usize) -> RankShapes {
+        RankShapes { shapes, len }
+    }
+}
+
+impl std::ops::Deref for RankShapes {
+    type Target = [(u64, u64)];
+    fn deref(&self) -> &[(u64, u64)] {
+        &self.shapes[..self.len]
+    }
+}
+
 impl ParamGroup {
     fn new(name: impl Into<Cow<'static, str>>, part: Part, shape: Shape, tp: TpSplit) -> Self {
         ParamGroup {
@@ -126,7 +148,7 @@ impl ParamGroup {
     /// a vocabulary-parallel embedding splits its rows; everything else is held whole.
     /// Sizes not divisible by `tp` round up (the largest shard; Shoeybi et al. 2019, Sec. 3).
     /// This is the one tensor-parallel split of the model.
-    pub fn rank_shapes(&self, tp: u64) -> Vec<(u64, u64)> {
+    pub fn rank_shapes(&self, tp: u64) -> RankShapes {
         let split = |n: u64| n.div_ceil(tp.max(1));
         match self.shape {
             Shape::Linear {
@@ -141,17 +163,15 @@ impl ParamGroup {
                     TpSplit::Row => (out_features, split(in_features), out_features),
                     TpSplit::Replicated => (out_features, in_features, out_features),
                 };
-                let mut v = vec![(rows, cols)];
-                if bias {
-                    v.push((bias_rows, 1));
-                }
-                v
+                RankShapes::new([(rows, cols), (bias_rows, 1)], if bias { 2 } else { 1 })
             }
-            Shape::Norm { size, bias } => vec![(size, 1); if bias { 2 } else { 1 }],
+            Shape::Norm { size, bias } => {
+                RankShapes::new([(size, 1), (size, 1)], if bias { 2 } else { 1 })
+            }
             Shape::Embedding { rows, cols } if self.tp == TpSplit::Vocab => {
-                vec![(split(rows), cols)]
+                RankShapes::new([(split(rows), cols), (0, 0)], 1)
             }
-            Shape::Embedding { rows, cols } => vec![(rows, cols)],
+            Shape::Embedding { rows, cols } => RankShapes::new([(rows, cols), (0, 0)], 1),
         }
     }
 
@@ -734,10 +754,10 @@ mod tests {
     fn rank_shapes_split_as_megatron() {
         // row-parallel: weight 4096 x 4096/4, bias whole
         let g = ParamGroup::linear("o_proj", Part::Attention, 4096, 4096, true, TpSplit::Row);
-        assert_eq!(g.rank_shapes(4), vec![(4096, 1024), (4096, 1)]);
+        assert_eq!(*g.rank_shapes(4), [(4096, 1024), (4096, 1)]);
         // column-parallel: rows and bias split
         let g = ParamGroup::linear("q_proj", Part::Attention, 4096, 4096, true, TpSplit::Column);
-        assert_eq!(g.rank_shapes(4), vec![(1024, 4096), (1024, 1)]);
+        assert_eq!(*g.rank_shapes(4), [(1024, 4096), (1024, 1)]);
         // 32000-row vocabulary over 3 ranks: the largest shard, 10667 rows
         let g = ParamGroup::new(
             "embed_tokens",
@@ -748,7 +768,7 @@ mod tests {
             },
             TpSplit::Vocab,
         );
-        assert_eq!(g.rank_shapes(3), vec![(10667, 4096)]);
+        assert_eq!(*g.rank_shapes(3), [(10667, 4096)]);
         // a LayerNorm keeps weight and bias whole
         let g = ParamGroup::new(
             "ln",
@@ -759,6 +779,6 @@ mod tests {
             },
             TpSplit::Replicated,
         );
-        assert_eq!(g.rank_shapes(8), vec![(4096, 1), (4096, 1)]);
+        assert_eq!(*g.rank_shapes(8), [(4096, 1), (4096, 1)]);
     }
 }

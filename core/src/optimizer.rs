@@ -344,7 +344,7 @@ pub fn step_temporaries(
     let span = match imp {
         OptimizerImpl::Foreach => n(params, "params"),
         OptimizerImpl::Fused => Expr::zero(),
-        OptimizerImpl::ForLoop => Expr::min(vec![
+        OptimizerImpl::ForLoop => Expr::min([
             n(params, "params"),
             n(largest, "params of the largest tensor"),
         ]),
@@ -357,7 +357,7 @@ pub fn step_temporaries(
     let looped = info.loop_fp32_temporaries as u64 * 4 + upcast;
     n(info.foreach_temporaries as u64, "temporaries") * bytes(state_bytes) * span
         + bytes(looped)
-            * Expr::min(vec![
+            * Expr::min([
                 n(params, "params"),
                 n(largest, "params of the largest tensor"),
             ])

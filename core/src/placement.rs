@@ -124,40 +124,42 @@ impl StageGroup {
 pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
     let a = &r.arch;
     let inv = &r.inventory;
-    let mut out = Vec::new();
-    let mut push = |groups: &[ParamGroup], times: u64, layer: Option<FfnKind>| {
-        if times > 0 {
-            out.extend(groups.iter().map(|g| StageGroup {
-                group: g.clone(),
-                times,
-                layer,
-            }));
-        }
-    };
-    push(&inv.dense_layer, stage.dense_layers, Some(FfnKind::Dense));
-    push(&inv.moe_layer, stage.moe_layers, Some(FfnKind::Moe));
-    let first: Vec<ParamGroup> = inv
-        .model
-        .iter()
-        .filter(|g| g.part == Part::Embeddings)
-        .cloned()
-        .collect();
-    let mut last: Vec<ParamGroup> = inv
-        .model
-        .iter()
-        .filter(|g| g.part != Part::Embeddings)
-        .cloned()
-        .collect();
-    if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
-        // Megatron keeps a copy of the tied word embedding on the last stage for the
-        // output layer (its gradients are all-reduced with the first stage's).
-        last.extend(first.iter().filter(|g| g.name != "wpe").cloned());
-    }
+    // sized once: the decoder layers' groups and the root's (the plan search calls this
+    // per candidate)
+    let mut out =
+        Vec::with_capacity(inv.dense_layer.len() + inv.moe_layer.len() + inv.model.len() * 2);
+    let mut push =
+        |groups: &mut dyn Iterator<Item = &ParamGroup>, times: u64, layer: Option<FfnKind>| {
+            if times > 0 {
+                out.extend(groups.map(|g| StageGroup {
+                    group: g.clone(),
+                    times,
+                    layer,
+                }));
+            }
+        };
+    push(
+        &mut inv.dense_layer.iter(),
+        stage.dense_layers,
+        Some(FfnKind::Dense),
+    );
+    push(
+        &mut inv.moe_layer.iter(),
+        stage.moe_layers,
+        Some(FfnKind::Moe),
+    );
+    let first = || inv.model.iter().filter(|g| g.part == Part::Embeddings);
     if stage.has_embedding {
-        push(&first, 1, None);
+        push(&mut first(), 1, None);
     }
     if stage.has_head {
-        push(&last, 1, None);
+        let mut last = inv.model.iter().filter(|g| g.part != Part::Embeddings);
+        push(&mut last, 1, None);
+        if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
+            // Megatron keeps a copy of the tied word embedding on the last stage for the
+            // output layer (its gradients are all-reduced with the first stage's).
+            push(&mut first().filter(|g| g.name != "wpe"), 1, None);
+        }
     }
     if stage.mtp_layers > 0 {
         // each MTP module: a decoder layer of the kind the next layer would have, its norms
@@ -168,10 +170,10 @@ pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
             FfnKind::Dense => &inv.dense_layer,
             FfnKind::Moe => &inv.moe_layer,
         };
-        push(layer, stage.mtp_layers, Some(kind));
-        push(&a.mtp_groups(), stage.mtp_layers, None);
+        push(&mut layer.iter(), stage.mtp_layers, Some(kind));
+        push(&mut a.mtp_groups().iter(), stage.mtp_layers, None);
         if !stage.has_embedding && !a.tie_word_embeddings {
-            push(&first, 1, None);
+            push(&mut first(), 1, None);
         }
     }
     out
@@ -245,10 +247,14 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
     let etp = r.layout.expert_tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let layout = r.config.training.optimizer.info().layout;
-    let mut p = RankParams::default();
+    let groups = stage_groups(r, stage);
+    let mut p = RankParams {
+        tensors: Vec::with_capacity(groups.len() * 2),
+        ..RankParams::default()
+    };
     let mut layer_totals = [0u64; 2];
     let mut layer_linear = [0u64; 2];
-    for sg in stage_groups(r, stage) {
+    for sg in groups {
         let (g, times) = (&sg.group, sg.times);
         let copies = sg.copies(ep);
         let is_expert = g.part == Part::Experts;
@@ -288,7 +294,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         } else {
             &mut p.opt_dense
         };
-        for (rows, cols) in &shapes {
+        for (rows, cols) in shapes.iter() {
             count.add(layout, *rows, *cols, copies * times);
         }
         p.tensors.extend(shapes.iter().map(|&(rows, cols)| {

@@ -347,32 +347,52 @@ impl ServingEstimate {
     }
 }
 
-/// The terms of one phase, one slot per [`Component`].
+/// The terms of one phase, one slot per [`Component`]: the bytes always, the terms
+/// (formula and source) only outside numeric mode ([`crate::term::numeric`]), where the
+/// report that shows them is built.
 #[derive(Debug, Clone)]
 pub(crate) struct Phase {
     pub name: PhaseName,
-    terms: [Option<Term>; 15],
+    bytes: [u64; 15],
+    terms: Option<Box<[Option<Term>; 15]>>,
 }
 
 impl Phase {
     pub fn new(name: PhaseName) -> Phase {
         Phase {
             name,
-            terms: Default::default(),
+            bytes: [0; 15],
+            terms: (!crate::term::is_numeric()).then(Default::default),
         }
     }
     /// Sets component `c` to `t` (zero terms are left out).
     pub fn set(&mut self, c: Component, t: Term) -> &mut Phase {
-        self.terms[c.index()] = (!t.is_zero()).then_some(t);
+        let i = c.index();
+        let zero = t.is_zero();
+        self.bytes[i] = if zero { 0 } else { t.bytes() };
+        if let Some(terms) = &mut self.terms {
+            terms[i] = (!zero).then_some(t);
+        }
+        self
+    }
+    /// Sets component `c` to a copy of `t`, copied only where the terms are kept (outside
+    /// numeric mode): as `set(c, t.clone())`.
+    pub fn put(&mut self, c: Component, t: &Term) -> &mut Phase {
+        let i = c.index();
+        let zero = t.is_zero();
+        self.bytes[i] = if zero { 0 } else { t.bytes() };
+        if let Some(terms) = &mut self.terms {
+            terms[i] = (!zero).then(|| t.clone());
+        }
         self
     }
     /// Bytes of component `c`.
     pub fn get(&self, c: Component) -> u64 {
-        self.terms[c.index()].as_ref().map_or(0, Term::bytes)
+        self.bytes[c.index()]
     }
     /// Sum of the components.
     pub fn allocated(&self) -> u64 {
-        self.terms.iter().flatten().map(Term::bytes).sum()
+        self.bytes.iter().sum()
     }
     fn estimate(&self) -> PhaseEstimate {
         let components: IndexMap<String, u64> = Component::ALL
@@ -385,10 +405,12 @@ impl Phase {
             components,
         }
     }
+    /// The non-zero terms with their formulas (empty in numeric mode).
     fn details(&self) -> impl Iterator<Item = ComponentDetail> + '_ {
-        Component::ALL
-            .iter()
-            .filter_map(|c| self.terms[c.index()].as_ref().map(|t| t.detail(c.name())))
+        Component::ALL.iter().filter_map(|c| {
+            let t = self.terms.as_ref()?[c.index()].as_ref()?;
+            Some(t.detail(c.name()))
+        })
     }
 }
 

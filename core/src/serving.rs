@@ -116,7 +116,7 @@ const VLLM_NON_TORCH_TP1: u64 = 139_586_437; // 0.13 GiB
 fn non_torch_overhead(gpu: &GpuSpec) -> Term {
     let cublas = cublas_workspace(gpu);
     Term::new(
-        Expr::max(vec![
+        Expr::max([
             n(VLLM_NON_TORCH_TP1, "B non-torch measured on one GPU"),
             cublas.expr.label(""),
         ]),
@@ -250,7 +250,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
         _ => sampler,
     };
     let peak_act = Term::new(
-        crate::activations::max_bytes(vec![fwd, sampler]),
+        crate::activations::max_bytes([fwd, sampler]),
         "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs); 0.19's fused-MoE workspace stays allocated through both (vllm/v1/worker/workspace.py)",
     );
     let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
@@ -318,8 +318,8 @@ fn vllm(s: &InferStage) -> StageOutcome {
     .with_derived();
     let mut profile = Phase::new(PhaseName::Profile);
     profile
-        .set(Component::Weights, weights.clone())
-        .set(Component::Activations, peak_act.clone());
+        .put(Component::Weights, &weights)
+        .put(Component::Activations, &peak_act);
     let mut serve = Phase::new(PhaseName::Serving);
     serve
         .set(Component::Weights, weights)
@@ -327,7 +327,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .set(
             Component::KvCache,
             Term::new(
-                Expr::max(vec![kv, n(0, "")]),
+                Expr::max([kv, n(0, "")]),
                 crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
             ),
         );

@@ -81,7 +81,7 @@ fn process_group(r: &Resolved) -> Term {
     }
     let communicators = u64::from(tp > 1) + u64::from(pp > 1);
     Term::new(
-        Expr::max(vec![
+        Expr::max([
             non_torch_v019(tp, pp)
                 .expr
                 .label("vLLM non-torch")
@@ -190,7 +190,7 @@ fn sglang(s: &InferStage) -> StageOutcome {
         .set(
             Component::KvCache,
             Term::new(
-                Expr::max(vec![pool, n(0, "")]),
+                Expr::max([pool, n(0, "")]),
                 crate::term::source!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
             ),
         );

@@ -25,13 +25,36 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// A label after a number (`"params"`, `"B"`): words that start with a letter.
-pub type Label = Cow<'static, str>;
+pub type Label = &'static str;
 
 /// The value of an expression: an exact rational `n / d` (`d > 0`, reduced), or an `f64`.
+///
+/// Stored in 32 bytes without a tag (the estimate moves values by the thousand): an exact
+/// rational keeps `d > 0`, and `d == 0` marks a float whose bits `n` holds.
+#[derive(Clone, Copy)]
+#[repr(C, packed(8))] // 8-byte aligned: an expression is then 56 bytes, not 64
+pub struct Value {
+    n: i128,
+    d: i128,
+}
+
+/// A [`Value`] taken apart.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
+enum Kind {
     Exact(i128, i128),
     Float(f64),
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.kind().fmt(f)
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, o: &Value) -> bool {
+        self.kind() == o.kind()
+    }
 }
 
 fn gcd(mut a: i128, mut b: i128) -> i128 {
@@ -50,43 +73,96 @@ fn gcd(mut a: i128, mut b: i128) -> i128 {
     a.max(1)
 }
 
+/// [`gcd`] of 64-bit operands (at least 1).
+fn gcd64(a: i64, b: i64) -> i64 {
+    let (mut x, mut y) = (a.unsigned_abs(), b.unsigned_abs());
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    // gcd(i64::MIN, 0) = 2^63 does not fit; `i64::MIN` / it would be the only use and
+    // then the i128 path is taken (the caller converts only values that fit)
+    i64::try_from(x.max(1)).unwrap_or(1)
+}
+
+/// `n.div_euclid(d)` (`d > 0`), in 64 bits when both fit.
+fn div_euclid(n: i128, d: i128) -> i128 {
+    match (i64::try_from(n), i64::try_from(d)) {
+        (Ok(n), Ok(d)) => i128::from(n.div_euclid(d)),
+        _ => n.div_euclid(d),
+    }
+}
+
 impl Value {
+    /// The whole number `n`.
+    const fn int(n: i128) -> Value {
+        Value { n, d: 1 }
+    }
+    /// `n / d` as given (`d > 0`, already reduced).
+    const fn exact(n: i128, d: i128) -> Value {
+        Value { n, d }
+    }
+    /// The float `f`.
+    fn float(f: f64) -> Value {
+        Value {
+            n: i128::from(f.to_bits()),
+            d: 0,
+        }
+    }
+    #[inline]
+    fn kind(self) -> Kind {
+        if self.d == 0 {
+            Kind::Float(f64::from_bits(self.n as u64))
+        } else {
+            Kind::Exact(self.n, self.d)
+        }
+    }
+    /// `true` for a whole number (an exact value with denominator 1).
+    #[inline]
+    fn is_int(self) -> bool {
+        self.d == 1
+    }
     fn ratio(n: i128, d: i128) -> Value {
         if d == 0 {
-            return Value::Float(f64::NAN);
+            return Value::float(f64::NAN);
         }
         if d == 1 {
-            return Value::Exact(n, 1);
+            return Value::int(n);
         }
         let (n, d) = if d < 0 { (-n, -d) } else { (n, d) };
         let g = gcd(n, d);
         if let (Ok(n), Ok(d), Ok(g)) = (i64::try_from(n), i64::try_from(d), i64::try_from(g)) {
-            return Value::Exact(i128::from(n / g), i128::from(d / g));
+            return Value::exact(i128::from(n / g), i128::from(d / g));
         }
-        Value::Exact(n / g, d / g)
+        Value::exact(n / g, d / g)
     }
     /// The value as an `f64`.
     pub fn to_f64(self) -> f64 {
-        match self {
-            Value::Exact(n, d) => n as f64 / d as f64,
-            Value::Float(f) => f,
+        match self.kind() {
+            Kind::Exact(n, d) => n as f64 / d as f64,
+            Kind::Float(f) => f,
         }
     }
     fn exact2(self, o: Value) -> Option<(i128, i128, i128, i128)> {
-        match (self, o) {
-            (Value::Exact(a, b), Value::Exact(c, d)) => Some((a, b, c, d)),
-            _ => None,
-        }
+        (self.d != 0 && o.d != 0).then_some((self.n, self.d, o.n, o.d))
     }
+    #[inline]
     fn add(self, o: Value) -> Value {
-        // whole numbers (nearly every value): no common denominator to find
-        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o) {
-            // two 64-bit values cannot overflow an i128 sum
-            if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(c)) {
-                return Value::Exact(i128::from(x) + i128::from(y), 1);
-            }
+        // whole 64-bit numbers (nearly every value): no common denominator to find, and two
+        // cannot overflow an i128 sum
+        if self.is_int()
+            && o.is_int()
+            && let (Ok(x), Ok(y)) = (i64::try_from(self.n), i64::try_from(o.n))
+        {
+            return Value::int(i128::from(x) + i128::from(y));
+        }
+        self.add_general(o)
+    }
+    #[inline(never)]
+    fn add_general(self, o: Value) -> Value {
+        if self.is_int() && o.is_int() {
+            let (a, c) = (self.n, o.n);
             if let Some(s) = a.checked_add(c) {
-                return Value::Exact(s, 1);
+                return Value::int(s);
             }
         }
         self.exact2(o)
@@ -94,52 +170,76 @@ impl Value {
                 let n = a.checked_mul(d)?.checked_add(c.checked_mul(b)?)?;
                 Some(Value::ratio(n, b.checked_mul(d)?))
             })
-            .unwrap_or_else(|| Value::Float(self.to_f64() + o.to_f64()))
+            .unwrap_or_else(|| Value::float(self.to_f64() + o.to_f64()))
     }
     fn sub(self, o: Value) -> Value {
         self.add(o.neg())
     }
     fn neg(self) -> Value {
-        match self {
-            Value::Exact(n, d) => Value::Exact(-n, d),
-            Value::Float(f) => Value::Float(-f),
+        match self.kind() {
+            Kind::Exact(n, d) => Value::exact(-n, d),
+            Kind::Float(f) => Value::float(-f),
         }
     }
+    #[inline]
     fn mul(self, o: Value) -> Value {
-        if let (Value::Exact(a, 1), Value::Exact(c, 1)) = (self, o) {
-            // two 64-bit factors cannot overflow an i128 product (one widening multiply)
-            if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(c)) {
-                return Value::Exact(i128::from(x) * i128::from(y), 1);
-            }
+        // two whole 64-bit factors cannot overflow an i128 product (one widening multiply)
+        if self.is_int()
+            && o.is_int()
+            && let (Ok(x), Ok(y)) = (i64::try_from(self.n), i64::try_from(o.n))
+        {
+            return Value::int(i128::from(x) * i128::from(y));
+        }
+        self.mul_general(o)
+    }
+    #[inline(never)]
+    fn mul_general(self, o: Value) -> Value {
+        if self.is_int() && o.is_int() {
+            let (a, c) = (self.n, o.n);
             if let Some(p) = a.checked_mul(c) {
-                return Value::Exact(p, 1);
+                return Value::int(p);
             }
         }
         self.exact2(o)
             .and_then(|(a, b, c, d)| {
+                // 64-bit operands (nearly every fraction): divide in 64 bits, not i128's
+                // software division; the same quotients
+                if let (Ok(a), Ok(b), Ok(c), Ok(d)) = (
+                    i64::try_from(a),
+                    i64::try_from(b),
+                    i64::try_from(c),
+                    i64::try_from(d),
+                ) {
+                    let (g1, g2) = (gcd64(a, d), gcd64(c, b));
+                    let n = i128::from(a / g1) * i128::from(c / g2);
+                    return Some(Value::ratio(n, i128::from(b / g2) * i128::from(d / g1)));
+                }
                 let (g1, g2) = (gcd(a, d), gcd(c, b));
                 let n = (a / g1).checked_mul(c / g2)?;
                 Some(Value::ratio(n, (b / g2).checked_mul(d / g1)?))
             })
-            .unwrap_or_else(|| Value::Float(self.to_f64() * o.to_f64()))
+            .unwrap_or_else(|| Value::float(self.to_f64() * o.to_f64()))
     }
     fn div(self, o: Value) -> Value {
-        match o {
-            Value::Exact(0, _) => Value::Float(f64::NAN),
-            Value::Exact(c, d) => self.mul(Value::ratio(d, c)),
-            Value::Float(f) => Value::Float(self.to_f64() / f),
+        match o.kind() {
+            Kind::Exact(0, _) => Value::float(f64::NAN),
+            // a whole number over a whole number (nearly every quotient): one gcd, as
+            // `self × 1/c` reduces it
+            Kind::Exact(c, 1) if self.is_int() => Value::ratio(self.n, c),
+            Kind::Exact(c, d) => self.mul(Value::ratio(d, c)),
+            Kind::Float(f) => Value::float(self.to_f64() / f),
         }
     }
     fn floor(self) -> Value {
-        match self {
-            Value::Exact(n, d) => Value::Exact(n.div_euclid(d), 1),
-            Value::Float(f) => Value::Exact(f.floor() as i128, 1),
+        match self.kind() {
+            Kind::Exact(n, d) => Value::int(div_euclid(n, d)),
+            Kind::Float(f) => Value::int(f.floor() as i128),
         }
     }
     fn ceil(self) -> Value {
-        match self {
-            Value::Exact(n, d) => Value::Exact(-((-n).div_euclid(d)), 1),
-            Value::Float(f) => Value::Exact(f.ceil() as i128, 1),
+        match self.kind() {
+            Kind::Exact(n, d) => Value::int(-div_euclid(-n, d)),
+            Kind::Float(f) => Value::int(f.ceil() as i128),
         }
     }
     fn cmp(self, o: Value) -> Ordering {
@@ -148,16 +248,19 @@ impl Value {
             .unwrap_or_else(|| self.to_f64().total_cmp(&o.to_f64()))
     }
     fn is_zero(self) -> bool {
-        matches!(self, Value::Exact(0, _)) || self == Value::Float(0.0)
+        match self.kind() {
+            Kind::Exact(n, _) => n == 0,
+            Kind::Float(f) => f == 0.0,
+        }
     }
     /// The value as whole bytes: exact integers as they are; anything else (a fraction, a
     /// float, a negative number) is a bug in the formula, caught by the tests, and truncated
     /// toward zero here so that no input can make it panic.
     pub fn to_u64(self) -> u64 {
-        match self {
-            Value::Exact(n, 1) if n >= 0 => u64::try_from(n).unwrap_or(u64::MAX),
-            v => {
-                let f = v.to_f64();
+        match self.kind() {
+            Kind::Exact(n, 1) if n >= 0 => u64::try_from(n).unwrap_or(u64::MAX),
+            _ => {
+                let f = self.to_f64();
                 if f.is_finite() && f > 0.0 {
                     f as u64
                 } else {
@@ -168,24 +271,33 @@ impl Value {
     }
     /// The value as signed whole bytes (vLLM's KV-cache budget may be negative).
     pub fn to_i64(self) -> i64 {
-        match self {
-            Value::Exact(n, 1) => {
+        match self.kind() {
+            Kind::Exact(n, 1) => {
                 i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
             }
-            v => {
-                let f = v.to_f64();
+            _ => {
+                let f = self.to_f64();
                 if f.is_finite() { f as i64 } else { 0 }
             }
         }
     }
 }
 
+/// An expression's formula: nothing (numeric mode), a number, or a composite (boxed, so
+/// that an expression stays small: the estimate moves them by the hundred).
 #[derive(Debug, Clone)]
-enum Node {
+enum Repr {
+    /// A composite built in numeric mode ([`numeric`]): its value only, no formula.
+    Elided,
     Num {
         float: bool,
         label: Label,
     },
+    Node(Box<Node>),
+}
+
+#[derive(Debug, Clone)]
+enum Node {
     Sum(Vec<Expr>),
     Prod(Vec<Expr>),
     Sub(Box<Expr>, Box<Expr>),
@@ -195,8 +307,6 @@ enum Node {
     Max(Vec<Expr>),
     Min(Vec<Expr>),
     Group(Box<Expr>, Label),
-    /// A composite built in numeric mode ([`numeric`]): its value only, no formula.
-    Elided,
 }
 
 thread_local! {
@@ -249,29 +359,17 @@ pub(crate) use source;
 #[derive(Debug, Clone)]
 pub struct Expr {
     value: Value,
-    node: Node,
+    node: Repr,
 }
 
 /// A whole number with a label: `n(4, "B")` renders `4 B`.
-pub fn n(v: u64, label: impl Into<Label>) -> Expr {
-    Expr {
-        value: Value::Exact(v as i128, 1),
-        node: Node::Num {
-            float: false,
-            label: label.into(),
-        },
-    }
+pub fn n(v: u64, label: Label) -> Expr {
+    Expr::num(Value::int(v as i128), false, label)
 }
 
 /// A fraction or factor given as a float (`0.9`), rendered with a decimal point.
-pub fn f(v: f64, label: impl Into<Label>) -> Expr {
-    Expr {
-        value: Value::Float(v),
-        node: Node::Num {
-            float: true,
-            label: label.into(),
-        },
-    }
+pub fn f(v: f64, label: Label) -> Expr {
+    Expr::num(Value::float(v), true, label)
 }
 
 /// A byte count: `bytes(2)` renders `2 B`.
@@ -287,7 +385,20 @@ impl Expr {
     fn elided(value: Value) -> Expr {
         Expr {
             value,
-            node: Node::Elided,
+            node: Repr::Elided,
+        }
+    }
+    fn with(value: Value, node: Node) -> Expr {
+        Expr {
+            value,
+            node: Repr::Node(Box::new(node)),
+        }
+    }
+    /// A labelled number.
+    fn num(value: Value, float: bool, label: Label) -> Expr {
+        Expr {
+            value,
+            node: Repr::Num { float, label },
         }
     }
     /// The value.
@@ -314,17 +425,21 @@ impl Expr {
                 continue;
             }
             match t.node {
-                Node::Sum(v) => parts.extend(v),
-                _ => parts.push(t),
+                Repr::Node(b) if matches!(*b, Node::Sum(_)) => {
+                    if let Node::Sum(v) = *b {
+                        parts.extend(v)
+                    }
+                }
+                node => parts.push(Expr { node, ..t }),
             }
         }
         match parts.len() {
             0 => Expr::zero(),
             1 => parts.pop().unwrap_or_else(Expr::zero),
-            _ => Expr {
-                value: parts.iter().fold(Value::Exact(0, 1), |a, t| a.add(t.value)),
-                node: Node::Sum(parts),
-            },
+            _ => Expr::with(
+                parts.iter().fold(Value::int(0), |a, t| a.add(t.value)),
+                Node::Sum(parts),
+            ),
         }
     }
     /// The product of `factors`, evaluated left to right.
@@ -339,20 +454,24 @@ impl Expr {
         let mut parts = Vec::new();
         for t in factors {
             match t.node {
-                Node::Prod(v) => parts.extend(v),
-                _ => parts.push(t),
+                Repr::Node(b) if matches!(*b, Node::Prod(_)) => {
+                    if let Node::Prod(v) = *b {
+                        parts.extend(v)
+                    }
+                }
+                node => parts.push(Expr { node, ..t }),
             }
         }
         match parts.len() {
             0 => n(1, ""),
             1 => parts.pop().unwrap_or_else(Expr::zero),
-            _ => Expr {
-                value: parts
+            _ => Expr::with(
+                parts
                     .iter()
                     .skip(1)
                     .fold(parts[0].value, |a, t| a.mul(t.value)),
-                node: Node::Prod(parts),
-            },
+                Node::Prod(parts),
+            ),
         }
     }
     /// `self − other` (exact; may be negative).
@@ -363,24 +482,24 @@ impl Expr {
         if is_numeric() {
             return Expr::elided(self.value.sub(other.value));
         }
-        Expr {
-            value: self.value.sub(other.value),
-            node: Node::Sub(Box::new(self), Box::new(other)),
-        }
+        Expr::with(
+            self.value.sub(other.value),
+            Node::Sub(Box::new(self), Box::new(other)),
+        )
     }
     /// `self / d` (exact).
     pub fn over(self, d: Expr) -> Expr {
         if is_numeric() {
             // a quotient by 1 is its dividend, as `rounded` writes it
-            if d.value == Value::Exact(1, 1) {
+            if d.value == Value::int(1) {
                 return self;
             }
             return Expr::elided(self.value.div(d.value));
         }
-        Expr {
-            value: self.value.div(d.value),
-            node: Node::Div(Box::new(self), Box::new(d)),
-        }
+        Expr::with(
+            self.value.div(d.value),
+            Node::Div(Box::new(self), Box::new(d)),
+        )
     }
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
@@ -395,79 +514,85 @@ impl Expr {
     /// the dividend itself).
     fn rounded(self, round: fn(Value) -> Value, node: fn(Box<Expr>) -> Node) -> Expr {
         let q = match self.node {
-            Node::Div(a, d) if d.value == Value::Exact(1, 1) => return *a,
-            n => Expr {
-                value: self.value,
-                node: n,
-            },
+            Repr::Node(b) if matches!(&*b, Node::Div(_, d) if d.value == Value::int(1)) => {
+                let Node::Div(a, _) = *b else { unreachable!() };
+                return *a;
+            }
+            node => Expr { node, ..self },
         };
-        if matches!(q.value, Value::Exact(_, 1)) {
+        if q.value.is_int() {
             return q;
         }
         if is_numeric() {
             return Expr::elided(round(q.value));
         }
-        Expr {
-            value: round(q.value),
-            node: node(Box::new(q)),
-        }
+        Expr::with(round(q.value), node(Box::new(q)))
     }
     /// `floor(self)` (a float product truncated to bytes, `as u64`).
     pub fn floor(self) -> Expr {
         self.rounded(Value::floor, Node::Floor)
     }
-    fn extreme(terms: Vec<Expr>, want: Ordering, max: bool) -> Expr {
-        let mut terms = terms;
+    fn extreme(terms: impl IntoIterator<Item = Expr>, want: Ordering, max: bool) -> Expr {
+        let pick = |a: Value, t: Value| if t.cmp(a) == want { t } else { a };
+        if is_numeric() {
+            // the same fold over the values, no vector
+            let mut terms = terms.into_iter();
+            return match terms.next() {
+                None => Expr::zero(),
+                Some(first) => Expr::elided(terms.fold(first.value, |a, t| pick(a, t.value))),
+            };
+        }
+        let mut terms: Vec<Expr> = terms.into_iter().collect();
         if terms.len() <= 1 {
             return terms.pop().unwrap_or_else(Expr::zero);
         }
-        let value = terms.iter().skip(1).fold(terms[0].value, |a, t| {
-            if t.value.cmp(a) == want { t.value } else { a }
-        });
-        if is_numeric() {
-            return Expr::elided(value);
-        }
-        Expr {
+        let value = terms
+            .iter()
+            .skip(1)
+            .fold(terms[0].value, |a, t| pick(a, t.value));
+        Expr::with(
             value,
-            node: if max {
+            if max {
                 Node::Max(terms)
             } else {
                 Node::Min(terms)
             },
-        }
+        )
     }
     /// `max(a, b, ...)`.
-    pub fn max(terms: Vec<Expr>) -> Expr {
+    pub fn max(terms: impl IntoIterator<Item = Expr>) -> Expr {
         Expr::extreme(terms, Ordering::Greater, true)
     }
     /// `min(a, b, ...)`.
-    pub fn min(terms: Vec<Expr>) -> Expr {
+    pub fn min(terms: impl IntoIterator<Item = Expr>) -> Expr {
         Expr::extreme(terms, Ordering::Less, false)
     }
     /// `(self) label`: names a sub-expression.
-    pub fn label(self, label: impl Into<Label>) -> Expr {
+    pub fn label(self, label: Label) -> Expr {
         if is_numeric() {
             return self;
         }
-        Expr {
-            value: self.value,
-            node: Node::Group(Box::new(self), label.into()),
-        }
+        Expr::with(self.value, Node::Group(Box::new(self), label))
     }
 
+    /// The composite node, if the expression is one.
+    fn tree(&self) -> Option<&Node> {
+        match &self.node {
+            Repr::Node(b) => Some(b),
+            _ => None,
+        }
+    }
     fn is_additive(&self) -> bool {
-        matches!(self.node, Node::Sum(_) | Node::Sub(..))
+        matches!(self.tree(), Some(Node::Sum(_) | Node::Sub(..)))
     }
     fn is_atom(&self) -> bool {
-        matches!(
-            self.node,
-            Node::Num { .. }
-                | Node::Ceil(_)
-                | Node::Floor(_)
-                | Node::Max(_)
-                | Node::Min(_)
-                | Node::Group(..)
-        )
+        matches!(self.node, Repr::Num { .. })
+            || matches!(
+                self.tree(),
+                Some(
+                    Node::Ceil(_) | Node::Floor(_) | Node::Max(_) | Node::Min(_) | Node::Group(..)
+                )
+            )
     }
     fn write_child(&self, out: &mut String, parens: bool) {
         if parens {
@@ -480,16 +605,18 @@ impl Expr {
     }
     fn write(&self, out: &mut String) {
         use std::fmt::Write;
-        match &self.node {
-            Node::Num { float, label } => {
-                match self.value {
-                    Value::Float(v) if *float && v.fract() == 0.0 && v.abs() < 1e15 => {
+        let node = match &self.node {
+            Repr::Elided => return,
+            Repr::Node(node) => node,
+            Repr::Num { float, label } => {
+                match self.value.kind() {
+                    Kind::Float(v) if *float && v.fract() == 0.0 && v.abs() < 1e15 => {
                         let _ = write!(out, "{v:.1}");
                     }
-                    Value::Float(v) => {
+                    Kind::Float(v) => {
                         let _ = write!(out, "{v}");
                     }
-                    Value::Exact(v, _) => {
+                    Kind::Exact(v, _) => {
                         let _ = write!(out, "{v}");
                     }
                 }
@@ -497,13 +624,16 @@ impl Expr {
                     out.push(' ');
                     out.push_str(label);
                 }
+                return;
             }
+        };
+        match &**node {
             Node::Sum(v) => {
                 for (i, t) in v.iter().enumerate() {
                     if i > 0 {
                         out.push_str(" + ");
                     }
-                    t.write_child(out, i > 0 && matches!(t.node, Node::Sub(..)));
+                    t.write_child(out, i > 0 && matches!(t.tree(), Some(Node::Sub(..))));
                 }
             }
             Node::Prod(v) => {
@@ -512,8 +642,8 @@ impl Expr {
                         out.push_str(" × ");
                     }
                     // a float quotient is evaluated where it stands (f64 is not associative)
-                    let float_div =
-                        matches!(t.node, Node::Div(..)) && matches!(t.value, Value::Float(_));
+                    let float_div = matches!(t.tree(), Some(Node::Div(..)))
+                        && matches!(t.value.kind(), Kind::Float(_));
                     t.write_child(out, t.is_additive() || (i > 0 && float_div));
                 }
             }
@@ -528,7 +658,7 @@ impl Expr {
                 b.write_child(out, !b.is_atom());
             }
             Node::Ceil(a) | Node::Floor(a) => {
-                out.push_str(if matches!(self.node, Node::Ceil(_)) {
+                out.push_str(if matches!(**node, Node::Ceil(_)) {
                     "ceil("
                 } else {
                     "floor("
@@ -537,7 +667,7 @@ impl Expr {
                 out.push(')');
             }
             Node::Max(v) | Node::Min(v) => {
-                out.push_str(if matches!(self.node, Node::Max(_)) {
+                out.push_str(if matches!(**node, Node::Max(_)) {
                     "max("
                 } else {
                     "min("
@@ -559,7 +689,6 @@ impl Expr {
                     out.push_str(label);
                 }
             }
-            Node::Elided => {}
         }
     }
     /// The formula, numbers substituted (grammar in the module docs).
@@ -696,7 +825,7 @@ mod tests {
         assert_eq!(b.bytes(), (85_899_345_920f64 * 0.9) as u64);
         assert_eq!(b.render(), "floor(85899345920 B × 0.9)");
         // zero terms drop out of sums; max/min pick their operand
-        let m = Expr::max(vec![n(3, "a"), n(5, "b")]) + Expr::zero();
+        let m = Expr::max([n(3, "a"), n(5, "b")]) + Expr::zero();
         assert_eq!((m.bytes(), m.render()), (5, "max(3 a, 5 b)".to_string()));
         let neg = n(3, "B").minus(n(5, "B"));
         assert_eq!(neg.value().to_i64(), -2);

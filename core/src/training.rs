@@ -112,15 +112,12 @@ fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: Stat
         let largest = || n(p.largest_module, "params of the largest tensor");
         let source = "torchtune optimizer_in_bwd: each parameter steps in its gradient hook";
         s.gradients = Term::new(
-            Expr::min(vec![
-                s.gradients.expr,
-                crate::engines::grad_bytes(b) * largest(),
-            ]),
+            Expr::min([s.gradients.expr, crate::engines::grad_bytes(b) * largest()]),
             source,
         );
         let info = r.config.training.optimizer.info();
         s.step_temporaries = Term::new(
-            Expr::min(vec![
+            Expr::min([
                 s.step_temporaries.expr,
                 n(info.foreach_temporaries as u64, "temporaries") * bytes(b.state) * largest(),
             ]),
@@ -692,11 +689,11 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         Term::zero()
     };
     let common = |ph: &mut Phase| {
-        ph.set(Component::Weights, s.weights.clone())
-            .set(Component::MasterWeights, s.master.clone())
-            .set(Component::OptimizerStates, s.optimizer.clone())
-            .set(Component::CommunicationBuffers, s.comm.clone())
-            .set(Component::AdapterWeights, adapter_weights.clone());
+        ph.put(Component::Weights, &s.weights)
+            .put(Component::MasterWeights, &s.master)
+            .put(Component::OptimizerStates, &s.optimizer)
+            .put(Component::CommunicationBuffers, &s.comm)
+            .put(Component::AdapterWeights, &adapter_weights);
     };
     // forward: the larger of the loss computation at the end and a layer's own working
     // set while it runs (eager attention scores, the MLP under full recomputation)
@@ -724,10 +721,10 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
             ),
         );
     } else {
-        fwd.set(Component::Logits, loss.forward.clone());
+        fwd.put(Component::Logits, &loss.forward);
     }
-    fwd.set(Component::Gradients, grads_fwd.clone())
-        .set(Component::Activations, act.total.clone())
+    fwd.put(Component::Gradients, &grads_fwd)
+        .put(Component::Activations, &act.total)
         .set(
             Component::GatheredParameters,
             match &s.gather_moments {
@@ -736,12 +733,12 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
             },
         )
         .set(Component::AutocastWeightCopies, autocast)
-        .set(Component::DequantizationBuffers, dequant.clone());
+        .put(Component::DequantizationBuffers, &dequant);
     if let Some(g) = &s.gather_moments {
         // the first layer's all-gather, before any activation is kept
         let mut start = Phase::new(PhaseName::Forward);
         common(&mut start);
-        start.set(Component::Gradients, grads_fwd.clone()).set(
+        start.put(Component::Gradients, &grads_fwd).set(
             Component::GatheredParameters,
             g.forward_start.clone() + accumulated_if(g, !forwards_first),
         );
@@ -780,7 +777,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         Term::zero()
     } else {
         Term::new(
-            Expr::min(vec![head_grad.expr.clone(), s.gradients.expr.clone()]),
+            Expr::min([head_grad.expr.clone(), s.gradients.expr.clone()]),
             head_grad.source.clone(),
         )
     };
@@ -896,22 +893,22 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         common(&mut bwd);
         match moment {
             Moment::Regather => {
-                bwd.set(Component::Gradients, grads_fwd.clone())
-                    .set(Component::Logits, loss.kept.clone())
-                    .set(Component::Activations, act_total.clone())
-                    .set(Component::AutocastWeightCopies, autocast_backward.clone());
+                bwd.put(Component::Gradients, &grads_fwd)
+                    .put(Component::Logits, &loss.kept)
+                    .put(Component::Activations, &act_total)
+                    .put(Component::AutocastWeightCopies, &autocast_backward);
             }
             Moment::Loss => {
-                bwd.set(Component::Gradients, grads_fwd.clone())
-                    .set(Component::Logits, loss.backward.clone())
-                    .set(Component::Activations, act_total.clone())
-                    .set(Component::AutocastWeightCopies, autocast_backward.clone());
+                bwd.put(Component::Gradients, &grads_fwd)
+                    .put(Component::Logits, &loss.backward)
+                    .put(Component::Activations, &act_total)
+                    .put(Component::AutocastWeightCopies, &autocast_backward);
             }
             Moment::LastLayer => {
-                bwd.set(Component::Gradients, grads_last_layer.clone())
-                    .set(Component::Logits, loss.kept.clone())
-                    .set(Component::Activations, act_total.clone())
-                    .set(Component::AutocastWeightCopies, autocast_backward.clone())
+                bwd.put(Component::Gradients, &grads_last_layer)
+                    .put(Component::Logits, &loss.kept)
+                    .put(Component::Activations, &act_total)
+                    .put(Component::AutocastWeightCopies, &autocast_backward)
                     .set(
                         Component::BackwardTemporaries,
                         Term::new(
@@ -922,7 +919,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
             }
             Moment::End => {
                 bwd.set(Component::Gradients, end_grads.clone() + tied_extra.clone())
-                    .set(Component::Logits, loss.kept.clone())
+                    .put(Component::Logits, &loss.kept)
                     .set(
                         Component::BackwardTemporaries,
                         Term::new(
@@ -932,8 +929,8 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     );
             }
             Moment::Epilogue => {
-                bwd.set(Component::Gradients, s.gradients.clone())
-                    .set(Component::Logits, loss.kept.clone());
+                bwd.put(Component::Gradients, &s.gradients)
+                    .put(Component::Logits, &loss.kept);
             }
         }
         bwd.set(Component::GatheredParameters, gathered_at(moment))
@@ -948,7 +945,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     }
                 },
             )
-            .set(Component::DequantizationBuffers, dequant.clone());
+            .put(Component::DequantizationBuffers, &dequant);
         if best
             .as_ref()
             .is_none_or(|b| bwd.allocated() > b.allocated())
@@ -966,7 +963,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
             .clone()
             .unwrap_or_else(|| s.gradients.clone()),
     )
-    .set(Component::OptimizerTemporaries, s.step_temporaries.clone());
+    .put(Component::OptimizerTemporaries, &s.step_temporaries);
 
     StageOutcome {
         warnings: std::mem::take(&mut s.warnings),

@@ -123,16 +123,13 @@ impl ZeroOptions {
             ahead
         };
         if live.bytes() > self.stage3_max_live_parameters {
-            live = Expr::min(vec![
-                live,
-                n(self.stage3_max_live_parameters, "max live params"),
-            ]);
+            live = Expr::min([live, n(self.stage3_max_live_parameters, "max live params")]);
         }
         if live.bytes() < p.largest_module {
-            live = Expr::max(vec![live, largest()]);
+            live = Expr::max([live, largest()]);
         }
         if live.bytes() > p.total() {
-            live = Expr::min(vec![live, n(p.total(), "params")]);
+            live = Expr::min([live, n(p.total(), "params")]);
         }
         live
     }
@@ -187,7 +184,7 @@ impl ZeroOptions {
                 n(params, "params")
             };
             let upcast = if stage == 3 && partition.bytes() > self.sub_group_size {
-                Expr::min(vec![partition, n(self.sub_group_size, "sub_group_size")])
+                Expr::min([partition, n(self.sub_group_size, "sub_group_size")])
             } else {
                 partition
             };
@@ -389,9 +386,7 @@ impl ZeroOptions {
             let states = match stage {
                 3 if param => (bytes(18) * total()).over(nodes()),
                 3 if opt => (bytes(16) * total()).over(nodes()),
-                1 | 2 if opt => {
-                    total() * Expr::max(vec![bytes(4) * n(l.num_gpus, "GPUs"), bytes(16)])
-                }
+                1 | 2 if opt => total() * Expr::max([bytes(4) * n(l.num_gpus, "GPUs"), bytes(16)]),
                 _ => return (Term::zero(), Term::zero()),
             };
             return (
@@ -403,7 +398,7 @@ impl ZeroOptions {
         let opt_buffers = if nvme_opt {
             n(4, "buffers")
                 * bytes(4)
-                * Expr::min(vec![
+                * Expr::min([
                     n(partition, "partition params"),
                     n(self.sub_group_size, "sub_group_size"),
                 ])

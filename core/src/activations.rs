@@ -72,6 +72,9 @@ pub struct Saved {
     pub bytes: u64,
 }
 
+/// The capacity a layer's list of saved tensors is allocated with.
+const SAVED_CAPACITY: usize = 32;
+
 fn push(v: &mut Vec<Saved>, name: &'static str, bytes: u64) {
     if bytes > 0 {
         v.push(Saved { name, bytes });
@@ -556,7 +559,9 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 /// Tensors one decoder layer keeps for backward when nothing is recomputed (selective
 /// recompute drops the attention-score terms).
 pub fn layer_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
-    let mut v = Vec::new();
+    // room for every tensor a layer saves (the most: a MoE layer's ~20), so it is allocated
+    // once per call
+    let mut v = Vec::with_capacity(SAVED_CAPACITY);
     let t = c.tokens();
     let h = c.arch.hidden_size;
     let norms = c.arch.norms_per_layer;
@@ -613,7 +618,7 @@ pub fn layer_input_bytes(c: &ActCtx) -> u64 {
 /// token per layer (eager: 108 680).
 pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
     let a = c.arch;
-    let mut v = Vec::new();
+    let mut v = Vec::with_capacity(SAVED_CAPACITY);
     let t = c.tokens();
     let h = a.hidden_size;
     let AttnShapes {
@@ -703,7 +708,7 @@ pub fn op_sac_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
     use crate::model::{Part, Shape, TpSplit};
     let a = c.arch;
     let t = c.tokens();
-    let mut v = Vec::new();
+    let mut v = Vec::with_capacity(SAVED_CAPACITY);
     let mut mms = 0u64;
     let mut outputs = 0u64;
     for g in a.layer_groups(kind) {

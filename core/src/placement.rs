@@ -36,33 +36,33 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
     let ga = r.config.training.gradient_accumulation_steps;
-    let mut candidates: Vec<u64> = vec![0, 1.min(pp - 1), pp - 1];
-    candidates.dedup();
-    candidates
-        .into_iter()
-        .map(|s| {
-            let (start, end) = l.stage_layers.range(s, pp);
-            let moe_layers = (start..end)
-                .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
-                .count() as u64;
-            let inflight = inflight(l.pipeline_schedule, pp, vpp_of(l), s, ga);
-            Stage {
-                index: s,
-                dense_layers: end - start - moe_layers,
-                moe_layers,
-                has_embedding: s == 0,
-                has_head: s == pp - 1,
-                mtp_layers: if s == pp - 1
-                    && r.model_code == crate::activations::ModelCode::Megatron
-                {
-                    r.arch.num_nextn_predict_layers
-                } else {
-                    0
-                },
-                inflight,
-            }
-        })
-        .collect()
+    // the first, second and last stage, each once (pp 1 and 2 have fewer)
+    let candidates = [0, 1.min(pp - 1), pp - 1];
+    let mut out = Vec::with_capacity(3);
+    for (i, s) in candidates.into_iter().enumerate() {
+        if i > 0 && candidates[i - 1] == s {
+            continue;
+        }
+        let (start, end) = l.stage_layers.range(s, pp);
+        let moe_layers = (start..end)
+            .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
+            .count() as u64;
+        let inflight = inflight(l.pipeline_schedule, pp, vpp_of(l), s, ga);
+        out.push(Stage {
+            index: s,
+            dense_layers: end - start - moe_layers,
+            moe_layers,
+            has_embedding: s == 0,
+            has_head: s == pp - 1,
+            mtp_layers: if s == pp - 1 && r.model_code == crate::activations::ModelCode::Megatron {
+                r.arch.num_nextn_predict_layers
+            } else {
+                0
+            },
+            inflight,
+        });
+    }
+    out
 }
 
 fn vpp_of(l: &crate::problem::Layout) -> u64 {

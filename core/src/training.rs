@@ -358,8 +358,13 @@ struct ActivationResult {
 }
 
 fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
-    let mut parts = Vec::new();
-    let (mut transients, mut forward, mut saved) = (Vec::new(), Vec::new(), Vec::new());
+    // sized for every push below: two layer kinds, MTP, mask, rotary, embedding, head
+    let mut parts = Vec::with_capacity(8);
+    let (mut transients, mut forward, mut saved) = (
+        Vec::with_capacity(3),
+        Vec::with_capacity(3),
+        Vec::with_capacity(2),
+    );
     let offload = r.config.training.activation_offloading;
     let mut host = Vec::new();
     for (kind, count, label) in [
@@ -790,13 +795,13 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         .gather_moments
         .as_ref()
         .is_some_and(|g| !g.accumulated.is_zero());
-    let scenarios: Vec<(Term, bool)> = if forwards_first && accumulates {
-        vec![
-            (act.total.clone(), false),
-            (act.after_first_backward.clone(), true),
+    let scenarios = if forwards_first && accumulates {
+        [
+            Some((act.total.clone(), false)),
+            Some((act.after_first_backward.clone(), true)),
         ]
     } else {
-        vec![(act.total.clone(), true)]
+        [Some((act.total.clone(), true)), None]
     };
     let tied_extra = if s.gather_moments.is_some() {
         Term::zero()
@@ -811,7 +816,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         s.gradients.clone()
     };
     let mut best: Option<Phase> = None;
-    for (act_total, acc_on) in scenarios {
+    for (act_total, acc_on) in scenarios.into_iter().flatten() {
         // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
         let gathered_at = |m: Moment| -> Term {
             match (&s.gather_moments, m) {

@@ -77,24 +77,18 @@ fn benches(c: &mut Criterion) {
     c.bench_function("plan (Llama-3.1-70B, 64 H100, 4M tokens)", |b| {
         b.iter(|| calc_core::plan::plan(black_box(&req)))
     });
-    // >= 10^5 candidates: every GPU count from 16 to 96 (134 148 candidates)
-    let range = calc_core::plan::PlanRequest {
-        num_gpus: Some(16),
-        max_gpus: Some(96),
-        ..req.clone()
-    };
-    c.bench_function("plan (Llama-3.1-70B, 16-96 H100, 4M tokens)", |b| {
-        b.iter(|| calc_core::plan::plan(black_box(&range)))
-    });
-    // every GPU count from 16 to 256 (412 436 candidates)
-    let wide = calc_core::plan::PlanRequest {
-        num_gpus: Some(16),
-        max_gpus: Some(256),
-        ..req.clone()
-    };
-    c.bench_function("plan (Llama-3.1-70B, 16-256 H100, 4M tokens)", |b| {
-        b.iter(|| calc_core::plan::plan(black_box(&wide)))
-    });
+    // every GPU count from 16 up: to 96, >= 10^5 candidates (134 148); to 256 (412 436)
+    for max_gpus in [96, 256] {
+        let range = calc_core::plan::PlanRequest {
+            num_gpus: Some(16),
+            max_gpus: Some(max_gpus),
+            ..req.clone()
+        };
+        c.bench_function(
+            &format!("plan (Llama-3.1-70B, 16-{max_gpus} H100, 4M tokens)"),
+            |b| b.iter(|| calc_core::plan::plan(black_box(&range))),
+        );
+    }
 }
 
 criterion_group! {

@@ -39,8 +39,8 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
     // the first, second and last stage, each once (pp 1 and 2 have fewer)
     let candidates = [0, 1.min(pp - 1), pp - 1];
     let mut out = Vec::with_capacity(3);
-    for (i, s) in candidates.into_iter().enumerate() {
-        if i > 0 && candidates[i - 1] == s {
+    for s in candidates {
+        if out.last().is_some_and(|st: &Stage| st.index == s) {
             continue;
         }
         let (start, end) = l.stage_layers.range(s, pp);

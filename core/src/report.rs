@@ -365,24 +365,28 @@ impl Phase {
             terms: (!crate::term::is_numeric()).then(Default::default),
         }
     }
-    /// Sets component `c` to `t` (zero terms are left out).
-    pub fn set(&mut self, c: Component, t: Term) -> &mut Phase {
+    /// Records `t`'s bytes for component `c`, and returns the slot for its term where
+    /// terms are kept and `t` is not zero (the slot cleared; zero terms are left out).
+    fn record(&mut self, c: Component, t: &Term) -> Option<&mut Option<Term>> {
         let i = c.index();
         let zero = t.is_zero();
         self.bytes[i] = if zero { 0 } else { t.bytes() };
-        if let Some(terms) = &mut self.terms {
-            terms[i] = (!zero).then_some(t);
+        let slot = &mut self.terms.as_mut()?[i];
+        *slot = None;
+        (!zero).then_some(slot)
+    }
+    /// Sets component `c` to `t` (zero terms are left out).
+    pub fn set(&mut self, c: Component, t: Term) -> &mut Phase {
+        if let Some(slot) = self.record(c, &t) {
+            *slot = Some(t);
         }
         self
     }
     /// Sets component `c` to a copy of `t`, copied only where the terms are kept (outside
     /// numeric mode): as `set(c, t.clone())`.
     pub fn put(&mut self, c: Component, t: &Term) -> &mut Phase {
-        let i = c.index();
-        let zero = t.is_zero();
-        self.bytes[i] = if zero { 0 } else { t.bytes() };
-        if let Some(terms) = &mut self.terms {
-            terms[i] = (!zero).then(|| t.clone());
+        if let Some(slot) = self.record(c, t) {
+            *slot = Some(t.clone());
         }
         self
     }

@@ -57,15 +57,20 @@ impl PartialEq for Value {
     }
 }
 
+/// Euclid's algorithm on 64-bit magnitudes, at least 1.
+fn gcd_u64(mut x: u64, mut y: u64) -> u64 {
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    x.max(1)
+}
+
 fn gcd(mut a: i128, mut b: i128) -> i128 {
     a = a.abs();
     b = b.abs();
     // nearly every value fits 64 bits, where division is a single instruction
-    if let (Ok(mut x), Ok(mut y)) = (u64::try_from(a), u64::try_from(b)) {
-        while y != 0 {
-            (x, y) = (y, x % y);
-        }
-        return i128::from(x.max(1));
+    if let (Ok(x), Ok(y)) = (u64::try_from(a), u64::try_from(b)) {
+        return i128::from(gcd_u64(x, y));
     }
     while b != 0 {
         (a, b) = (b, a % b);
@@ -73,15 +78,11 @@ fn gcd(mut a: i128, mut b: i128) -> i128 {
     a.max(1)
 }
 
-/// [`gcd`] of 64-bit operands (at least 1).
+/// [`gcd`] of 64-bit operands (at least 1). The one gcd that does not fit, 2^63 (of
+/// `i64::MIN` and 0 or itself), gives 1: still a common divisor, and [`Value::ratio`]
+/// reduces what it divided.
 fn gcd64(a: i64, b: i64) -> i64 {
-    let (mut x, mut y) = (a.unsigned_abs(), b.unsigned_abs());
-    while y != 0 {
-        (x, y) = (y, x % y);
-    }
-    // gcd(i64::MIN, 0) = 2^63 does not fit; `i64::MIN` / it would be the only use and
-    // then the i128 path is taken (the caller converts only values that fit)
-    i64::try_from(x.max(1)).unwrap_or(1)
+    i64::try_from(gcd_u64(a.unsigned_abs(), b.unsigned_abs())).unwrap_or(1)
 }
 
 /// `n.div_euclid(d)` (`d > 0`), in 64 bits when both fit.
@@ -145,17 +146,25 @@ impl Value {
     fn exact2(self, o: Value) -> Option<(i128, i128, i128, i128)> {
         (self.d != 0 && o.d != 0).then_some((self.n, self.d, o.n, o.d))
     }
+    /// Both whole numbers that fit 64 bits (nearly every value), widened: their sum and
+    /// product cannot overflow an i128 (one add, one widening multiply).
     #[inline]
-    fn add(self, o: Value) -> Value {
-        // whole 64-bit numbers (nearly every value): no common denominator to find, and two
-        // cannot overflow an i128 sum
+    fn small_ints(self, o: Value) -> Option<(i128, i128)> {
         if self.is_int()
             && o.is_int()
             && let (Ok(x), Ok(y)) = (i64::try_from(self.n), i64::try_from(o.n))
         {
-            return Value::int(i128::from(x) + i128::from(y));
+            return Some((i128::from(x), i128::from(y)));
         }
-        self.add_general(o)
+        None
+    }
+    #[inline]
+    fn add(self, o: Value) -> Value {
+        // no common denominator to find
+        match self.small_ints(o) {
+            Some((x, y)) => Value::int(x + y),
+            None => self.add_general(o),
+        }
     }
     #[inline(never)]
     fn add_general(self, o: Value) -> Value {
@@ -183,14 +192,10 @@ impl Value {
     }
     #[inline]
     fn mul(self, o: Value) -> Value {
-        // two whole 64-bit factors cannot overflow an i128 product (one widening multiply)
-        if self.is_int()
-            && o.is_int()
-            && let (Ok(x), Ok(y)) = (i64::try_from(self.n), i64::try_from(o.n))
-        {
-            return Value::int(i128::from(x) * i128::from(y));
+        match self.small_ints(o) {
+            Some((x, y)) => Value::int(x * y),
+            None => self.mul_general(o),
         }
-        self.mul_general(o)
     }
     #[inline(never)]
     fn mul_general(self, o: Value) -> Value {

@@ -364,10 +364,6 @@ pub enum TargetModules {
     List(Vec<String>),
 }
 
-fn default_targets() -> TargetModules {
-    TargetModules::List(vec!["q_proj".into(), "v_proj".into()])
-}
-
 /// LoRA / QLoRA fine-tuning (PEFT `LoraConfig`): adapters `B (out x r) A (r x in)` on the
 /// targeted modules; the base model is frozen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -379,8 +375,12 @@ pub struct Lora {
     pub rank: u64,
     /// `lora_alpha` (default 16; no effect on memory).
     pub alpha: f64,
-    /// Default `["q_proj", "v_proj"]`.
-    pub target_modules: TargetModules,
+    /// Default: PEFT's for the model's `model_type` ([`crate::lora::peft_default_targets`]:
+    /// `q_proj`, `v_proj` for Llama, Mistral, Mixtral, Qwen2/3, Gemma 1/2; `c_attn` for GPT-2;
+    /// `query_key_value` for ChatGLM and Falcon; `q_proj`, `v_proj`, `fc1`, `fc2` for Phi).
+    /// PEFT has none for other model types and asks for them; so does validation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_modules: Option<TargetModules>,
     /// `lora_dropout` (default 0): a dropout mask and copy per targeted input when > 0.
     pub dropout: f64,
     /// Format of the frozen base weights: `bf16` (LoRA), `nf4` (QLoRA), `int8`, ...
@@ -400,7 +400,7 @@ impl Default for Lora {
         Lora {
             rank: 8,
             alpha: 16.0,
-            target_modules: default_targets(),
+            target_modules: None,
             dropout: 0.0,
             base_weight_format: None,
             adapters_fp32: true,

@@ -81,12 +81,47 @@ pub struct Targets {
     rank: u64,
 }
 
+/// PEFT's default `target_modules` when a `LoraConfig` names none:
+/// `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING[model.config.model_type]`
+/// (peft/utils/constants.py; `_prepare_adapter_config` raises "Please specify
+/// `target_modules` in `peft_config`" for a model type the mapping lacks). The mapping's
+/// decoder models; a multimodal model's top-level type (llava, gemma3, qwen2_5_vl) is not
+/// in it.
+pub fn peft_default_targets(a: &ModelArch) -> Option<&'static [&'static str]> {
+    if a.vision.is_some() {
+        return None;
+    }
+    Some(match a.model_type.as_str() {
+        "llama" | "llama4" | "mistral" | "mixtral" | "qwen2" | "qwen3" | "gemma" | "gemma2"
+        | "gemma3_text" | "stablelm" | "opt" | "gptj" | "gpt_neo" | "bart" => &["q_proj", "v_proj"],
+        "gpt2" | "gpt_bigcode" => &["c_attn"],
+        "bloom" | "gpt_neox" | "chatglm" | "falcon" | "RefinedWeb" | "RefinedWebModel" => {
+            &["query_key_value"]
+        }
+        "phi" => &["q_proj", "v_proj", "fc1", "fc2"],
+        "codegen" => &["qkv_proj"],
+        "mpt" => &["Wqkv"],
+        "btlm" => &["c_proj", "c_attn"],
+        _ => return None,
+    })
+}
+
+/// The targets `lora` puts adapters on: its `target_modules`, else PEFT's default for the
+/// model ([`peft_default_targets`]); `None` when neither exists (a validation error).
+pub fn effective_targets(a: &ModelArch, lora: &Lora) -> Option<TargetModules> {
+    lora.target_modules.clone().or_else(|| {
+        peft_default_targets(a)
+            .map(|t| TargetModules::List(t.iter().map(|s| s.to_string()).collect()))
+    })
+}
+
 impl Targets {
     pub fn new(a: &ModelArch, lora: &Lora) -> Targets {
         let converted = converted_names(a);
-        let names = match &lora.target_modules {
-            TargetModules::List(t) => t.clone(),
-            TargetModules::All(_) => {
+        let names = match effective_targets(a, lora) {
+            None => Vec::new(),
+            Some(TargetModules::List(t)) => t,
+            Some(TargetModules::All(_)) => {
                 let mut names: Vec<String> = Vec::new();
                 for g in present_groups(a).iter().filter(|g| is_linear_module(g)) {
                     let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
@@ -167,7 +202,7 @@ impl Targets {
 /// target(s) ... because they are fused into gate_up_proj").
 pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
     let [_, gate, up, _] = converted_names(a)?;
-    let TargetModules::List(t) = &lora.target_modules else {
+    let Some(TargetModules::List(t)) = effective_targets(a, lora) else {
         return None;
     };
     let named = |old: &str| t.iter().any(|x| matches(x, old));

@@ -509,15 +509,23 @@ fn check_lora(
         e.add("training.lora", "{...}", "LoRA is modelled for the ddp, deepspeed and fsdp engines (PEFT on Hugging Face models)");
     }
     let Some(a) = arch else { return };
-    match &lora.target_modules {
-        crate::config::TargetModules::All(s) if s != "all-linear" => {
+    match &crate::lora::effective_targets(a, lora) {
+        None => e.add(
+            "training.lora.target_modules",
+            "(default)",
+            format!(
+                "PEFT has no default target modules for model_type {:?}: name them (\"all-linear\", or q_proj, v_proj, ...)",
+                if a.vision.is_some() { "multimodal" } else { a.model_type.as_str() }
+            ),
+        ),
+        Some(crate::config::TargetModules::All(s)) if s != "all-linear" => {
             e.add(
                 "training.lora.target_modules",
                 format!("{s:?}"),
                 "must be \"all-linear\" or a list of module names",
             );
         }
-        crate::config::TargetModules::List(names) => {
+        Some(crate::config::TargetModules::List(names)) => {
             if names.is_empty() {
                 e.add(
                     "training.lora.target_modules",
@@ -1024,9 +1032,10 @@ fn check_layout_for_model(
     // Megatron-Core MoE parallel folding (parallel_state.py initialize_model_parallel):
     // expert-tensor x expert x expert-data parallel = tensor x context x data parallel
     let etp = l.expert_tensor_parallel_size;
-    let folded = l.shard_group() * tp;
+    // saturating: an out-of-range size is reported above, and validation goes on with it
+    let folded = l.shard_group().saturating_mul(tp);
     if ep > 1 || etp != tp {
-        if !folded.is_multiple_of(etp * ep) {
+        if !folded.is_multiple_of(etp.saturating_mul(ep)) {
             e.add(
                 "parallelism.expert_parallel_size",
                 ep,

@@ -534,6 +534,19 @@ fn parallel_layout_errors() {
 }
 
 #[test]
+fn out_of_range_parallel_sizes_never_overflow_the_layout_checks() {
+    // found by core/tests/properties.rs: an expert-tensor parallel size past the bounds
+    // (2^62) times the expert parallel size (4) was multiplied in the MoE folding check
+    // (2^64: a panic in a debug build, a wrapped product in release); now a range error
+    let e = error_at(
+        json!({"model": {"preset": "deepseek-v2-lite"}, "engine": {"type": "megatron"},
+               "parallelism": {"expert_parallel_size": 4, "expert_tensor_parallel_size": 1u64 << 62}}),
+        "parallelism.expert_tensor_parallel_size",
+    );
+    assert!(e.message.contains("1 to 1048576"), "{e}");
+}
+
+#[test]
 fn invalid_json_is_a_document_error() {
     let e = Config::from_json_str("{\"training\": ").unwrap_err();
     assert_eq!(e[0].field, "");

@@ -308,6 +308,10 @@ impl Engine {
     pub fn of_kind(kind: &str) -> Option<Engine> {
         serde_json::from_value(serde_json::json!({ "type": kind })).ok()
     }
+    /// Whether LoRA / QLoRA (PEFT on a Hugging Face model) is modelled under this engine.
+    pub fn supports_lora(&self) -> bool {
+        self.model().supports_lora()
+    }
     /// The parallel dimensions the engine models.
     pub fn parallelism(&self) -> Parallelism {
         self.model().parallelism()

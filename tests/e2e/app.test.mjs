@@ -838,3 +838,147 @@ test('offline: after one visit the app loads with the server gone', async () => 
   assert.equal(await page.locator('#accuracy-error').count(), 0);
   await context.close();
 });
+
+test('hostile browser state: unreadable, oversized and old saved configurations, hostile links, storage full, two tabs', async () => {
+  const KEY = 'gpu-mem-calc.config.v1';
+  const ASIDE = 'gpu-mem-calc.config.unreadable.v1';
+  /** A fresh profile whose localStorage holds `items` before the app's first script runs. */
+  async function seeded(items, url = `${ORIGIN}${BASE}`) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    await context.addInitScript(items => {
+      if (sessionStorage.getItem('seeded')) return;
+      sessionStorage.setItem('seeded', '1');
+      for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v);
+    }, items);
+    const { page, errors } = await openPage(context, url);
+    return { context, page, errors };
+  }
+  const stored = (page, k) => page.evaluate(k => localStorage.getItem(k), k);
+
+  // unreadable saved documents: moved aside with a message, the default shown, never overwritten
+  const truncated = '{"schema_version": 2, "model": {"preset": "qwen2.5-7b"}, "training": {"micro_batch_size": 3, "seq';
+  for (const [text, why] of [
+    ['this is not json', /not JSON/],
+    [truncated, /cut off/],
+    ['[1, 2, 3]', /not a configuration object/],
+  ]) {
+    const { context, page, errors } = await seeded({ [KEY]: text });
+    await page.locator('#status', { hasText: 'could not be read' }).waitFor();
+    assert.match(await page.locator('#status').textContent(), why);
+    assert.match(await page.locator('#verdict').textContent(), /Fits|Does not fit/);
+    assert.equal(await stored(page, ASIDE), text);
+    await page.fill('#training-micro_batch_size', '2');
+    await page.waitForFunction(k => JSON.parse(localStorage.getItem(k) ?? '{}').training?.micro_batch_size === 2, KEY);
+    assert.equal(await stored(page, ASIDE), text, 'the unreadable document is kept');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+
+  // an unreadable 5 MB document: Chromium's localStorage (about 5 MiB per origin) has no
+  // room for a copy, so it is left in place and never saved over
+  const big = 'x'.repeat(5 * 1000 * 1000);
+  {
+    const { context, page, errors } = await seeded({ [KEY]: big });
+    await page.locator('#status', { hasText: 'could not be read' }).waitFor();
+    assert.match(await page.locator('#status').textContent(), /no room for a copy/);
+    await page.fill('#training-micro_batch_size', '2');
+    await page.waitForTimeout(400);
+    assert.equal((await stored(page, KEY)).length, big.length, 'left in place');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+
+  // an oversized (5 MB) but readable document: shown with its errors, kept as the saved one
+  {
+    const doc = JSON.stringify({ schema_version: 2, model: { preset: 'llama-3.1-8b' }, notes: 'z'.repeat(5 * 1000 * 1000) });
+    const { context, page, errors } = await seeded({ [KEY]: doc });
+    await page.locator('.errors, [aria-invalid=true], #status').first().waitFor();
+    assert.match(await page.locator('body').textContent(), /notes/);
+    await page.waitForTimeout(400);
+    assert.equal(await stored(page, KEY), doc, 'the saved document is not replaced by an invalid edit');
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+
+  // old formats: a schema 1 document and the seed format are migrated and shown
+  for (const doc of [
+    { schema_version: 1, model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 3, seq_len: 2048 }, engine: { type: 'ddp' } },
+    { model: { name: 'llama2-7b', num_layers: 32 }, training: { batch_size: 3, dtype: 'bf16' }, engine: { type: 'deepspeed', zero_stage: 2 } },
+  ]) {
+    const { context, page, errors } = await seeded({ [KEY]: JSON.stringify(doc) });
+    assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
+    assert.match(await page.locator('#verdict').textContent(), /Fits|Does not fit/);
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+
+  // links: cut off, oversized and old-version fragments are rejected; the saved one stays
+  {
+    const saved = JSON.stringify({ schema_version: 2, model: { preset: 'qwen2.5-7b' }, training: { micro_batch_size: 3 } });
+    const enc = s => Buffer.from(s).toString('base64url');
+    const good = enc(JSON.stringify({ schema_version: 2, model: { preset: 'llama-3.1-8b' }, training: { micro_batch_size: 5 } }));
+    for (const [hash, why] of [
+      [`#c=1.${good.slice(0, good.length / 2)}`, /rejected/],
+      [`#c=1.${'A'.repeat(400 * 1024)}`, /too large/],
+      [`#c=0.${good}`, /version/],
+      ['#c=', /cut off/],
+    ]) {
+      const { context, page, errors } = await seeded({ [KEY]: saved }, `${ORIGIN}${BASE}${hash}`);
+      await page.locator('#status', { hasText: 'rejected' }).waitFor();
+      assert.match(await page.locator('#status').textContent(), why);
+      assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
+      const kept = JSON.parse(await stored(page, KEY));  // the same configuration (written back with its task)
+      assert.deepEqual([kept.model.preset, kept.training.micro_batch_size], ['qwen2.5-7b', 3]);
+      assert.deepEqual(errors, []);
+      await context.close();
+    }
+  }
+
+  // storage full: an edit says it was not saved, and the link still holds it
+  {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    await context.addInitScript(() => {
+      if (sessionStorage.getItem('seeded')) return;
+      sessionStorage.setItem('seeded', '1');
+      // fill localStorage to its quota
+      let chunk = 'f'.repeat(1024 * 1024), i = 0;
+      while (chunk.length > 0) {
+        try { localStorage.setItem(`fill${i++}`, chunk); } catch { chunk = chunk.slice(chunk.length / 2 | 0); if (chunk.length < 8) break; }
+      }
+    });
+    const { page, errors } = await openPage(context);
+    await page.fill('#training-micro_batch_size', '6');
+    await page.locator('#status', { hasText: 'Not saved' }).waitFor();
+    await page.waitForFunction(() => location.hash.startsWith('#c=1.'));
+    const link = await page.evaluate(() => location.href);
+    const p2 = await (await browser.newContext()).newPage();
+    await p2.goto(link);
+    await p2.locator('#status', { hasText: 'Loaded the configuration from the link' }).waitFor();
+    assert.equal(await p2.inputValue('#training-micro_batch_size'), '6');
+    await p2.context().close();
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+
+  // two tabs editing at once: each keeps its own configuration in its link; storage holds the last edit
+  {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const a = await openPage(context);
+    const b = await openPage(context);
+    await a.page.fill('#training-micro_batch_size', '2');
+    await b.page.fill('#training-micro_batch_size', '7');
+    for (const [t, v] of [[a, 2], [b, 7]]) {
+      await t.page.waitForFunction(v => location.hash.startsWith('#c=1.') &&
+        JSON.parse(atob(location.hash.slice(5).split('&')[0].replace(/-/g, '+').replace(/_/g, '/'))).training?.micro_batch_size === v, v);
+    }
+    assert.equal(JSON.parse(await stored(b.page, KEY)).training.micro_batch_size, 7);
+    await a.page.reload();
+    await a.page.locator('#verdict').waitFor();
+    assert.equal(await a.page.inputValue('#training-micro_batch_size'), '2');
+    await b.page.reload();
+    await b.page.locator('#verdict').waitFor();
+    assert.equal(await b.page.inputValue('#training-micro_batch_size'), '7');
+    assert.deepEqual([...a.errors, ...b.errors], []);
+    await context.close();
+  }
+});

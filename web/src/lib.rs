@@ -44,25 +44,58 @@ pub fn default_doc() -> Value {
     })
 }
 
-/// The saved document, if any (a JSON object), migrated from older schema versions.
-fn load_saved() -> Option<Value> {
-    LocalStorage::get::<Value>(STORAGE_KEY)
-        .ok()
-        .filter(|v| v.is_object())
-        .map(state::migrate_saved)
+/// localStorage key where a saved document that cannot be read (not JSON, cut off, not an
+/// object) is moved, so that nothing the user saved is overwritten.
+pub const UNREADABLE_KEY: &str = "gpu-mem-calc.config.unreadable.v1";
+
+thread_local! {
+    /// Set when an unreadable saved document could not be moved aside (storage full): the
+    /// page then never writes over it.
+    static SAVE_BLOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The saved document (a JSON object, migrated from older schema versions), and a message
+/// when one was saved but cannot be read: it is moved to [`UNREADABLE_KEY`] (or, when
+/// storage has no room for the copy, left in place and never overwritten).
+fn load_saved() -> (Option<Value>, Option<String>) {
+    let raw = LocalStorage::raw();
+    let Ok(Some(text)) = raw.get_item(STORAGE_KEY) else {
+        return (None, None);
+    };
+    let why = match serde_json::from_str::<Value>(&text) {
+        Ok(v) if v.is_object() => return (Some(state::migrate_saved(v)), None),
+        Ok(_) => "it is not a configuration object".to_string(),
+        Err(e) if e.is_eof() => "it is cut off".to_string(),
+        Err(e) => format!("it is not JSON ({e})"),
+    };
+    let size = text.len();
+    let message = if raw.set_item(UNREADABLE_KEY, &text).is_ok() {
+        let _ = raw.remove_item(STORAGE_KEY);
+        format!(
+            "Your saved configuration could not be read: {why} ({size} bytes). It is kept in localStorage under \"{UNREADABLE_KEY}\"; showing the default configuration."
+        )
+    } else {
+        SAVE_BLOCKED.with(|b| b.set(true));
+        format!(
+            "Your saved configuration could not be read: {why} ({size} bytes), and the browser's storage has no room for a copy. It is left where it is and this page will not save over it; the link keeps your changes."
+        )
+    };
+    (None, Some(message))
 }
 
 /// The document to start from: the link's (URL fragment) when it holds an acceptable one,
-/// else the saved one, else the default; and a message about the link or an unsaved draft.
+/// else the saved one, else the default; and a message about the link, the saved document
+/// or an unsaved draft.
 fn initial_doc() -> (Value, String) {
-    let saved = || load_saved().unwrap_or_else(default_doc);
+    let (saved_doc, saved_note) = load_saved();
+    let saved = || saved_doc.clone().unwrap_or_else(default_doc);
     let hash = window().location().hash().unwrap_or_default();
     let draft = LocalStorage::get::<Value>(DRAFT_KEY).is_ok();
     const DRAFT: &str =
         "Your last edit was invalid and was not saved: showing your last valid configuration.";
-    match state::decode_fragment(&hash) {
+    let (doc, message) = match state::decode_fragment(&hash) {
         // a reload: the page's own link is the saved configuration
-        Some(Ok(v)) if draft && load_saved().is_some_and(|s| s == v) => (v, DRAFT.into()),
+        Some(Ok(v)) if draft && saved_doc.as_ref() == Some(&v) => (v, DRAFT.into()),
         Some(Ok(v)) => (v, "Loaded the configuration from the link".into()),
         Some(Err(e)) => (
             saved(),
@@ -71,6 +104,11 @@ fn initial_doc() -> (Value, String) {
             ),
         ),
         None => (saved(), if draft { DRAFT.into() } else { String::new() }),
+    };
+    match saved_note {
+        Some(note) if message.is_empty() => (doc, note),
+        Some(note) => (doc, format!("{message} {note}")),
+        None => (doc, message),
     }
 }
 
@@ -167,18 +205,37 @@ pub fn App() -> impl IntoView {
             }
             None => LocalStorage::delete(PLAN_STORAGE_KEY),
         }
+        // a failed write (storage full or blocked) is said once, never silently dropped
+        let failed = move |what: &str, kept: &str, e: gloo_storage::errors::StorageError| {
+            let m = format!("Not saved: the browser refused to store {what} ({e}). {kept}");
+            if status.get_untracked() != m {
+                status.set(m);
+            }
+        };
         if result.with_untracked(|r| r.is_ok()) {
             let valid = fields::without_hidden(&d);
-            let _ = LocalStorage::set(STORAGE_KEY, &valid);
-            LocalStorage::delete(DRAFT_KEY);
+            if !SAVE_BLOCKED.with(|b| b.get()) {
+                match LocalStorage::set(STORAGE_KEY, &valid) {
+                    Ok(()) => LocalStorage::delete(DRAFT_KEY),
+                    Err(e) => failed(
+                        "the configuration",
+                        "The link in the address bar keeps it.",
+                        e,
+                    ),
+                }
+            }
             let fragment = state::encode_fragment(&valid, plan.as_ref());
             if window().location().hash().ok().as_deref() != Some(fragment.as_str())
                 && let Ok(h) = window().history()
             {
                 let _ = h.replace_state_with_url(&JsValue::NULL, "", Some(&fragment));
             }
-        } else {
-            let _ = LocalStorage::set(DRAFT_KEY, &d);
+        } else if let Err(e) = LocalStorage::set(DRAFT_KEY, &d) {
+            failed(
+                "the invalid edit",
+                "The page keeps it while open; the saved configuration is unchanged.",
+                e,
+            );
         }
     };
     let generation = StoredValue::new(0u64);

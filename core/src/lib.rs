@@ -25,6 +25,8 @@
 //! `report` (overheads and the [`Estimate`]), `model` (parameter inventory), `hf`
 //! (config.json parser). Every number is a [`term::Term`]: its bytes, its formula with the
 //! numbers substituted, and its source, from one expression.
+// memory safety without a sanitizer: the fuzz targets also run without AddressSanitizer
+#![forbid(unsafe_code)]
 
 pub mod accuracy;
 pub mod activations;

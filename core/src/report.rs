@@ -288,6 +288,19 @@ pub struct Estimate {
     pub serving: Option<ServingEstimate>,
 }
 
+/// A sum of bytes that stops at `u64::MAX` (18.4 EB): a term can reach it (eager attention
+/// scores at a 2^30-token context are 2^65 bytes; found by the `estimate` fuzz target), and
+/// a wrapped sum would read as a small number that fits.
+pub fn saturating_sum(bytes: impl IntoIterator<Item = u64>) -> u64 {
+    bytes.into_iter().fold(0, u64::saturating_add)
+}
+
+/// `capacity - total` in bytes, clamped to the `i64` range.
+pub fn headroom(capacity: u64, total: u64) -> i64 {
+    (i128::from(capacity) - i128::from(total)).clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+        as i64
+}
+
 fn vllm_engine() -> crate::config::InferenceEngine {
     crate::config::InferenceEngine::Vllm
 }
@@ -394,9 +407,9 @@ impl Phase {
     pub fn get(&self, c: Component) -> u64 {
         self.bytes[c.index()]
     }
-    /// Sum of the components.
+    /// Sum of the components ([`saturating_sum`]).
     pub fn allocated(&self) -> u64 {
-        self.bytes.iter().sum()
+        saturating_sum(self.bytes.iter().copied())
     }
     fn estimate(&self) -> PhaseEstimate {
         let components: IndexMap<String, u64> = Component::ALL
@@ -405,7 +418,7 @@ impl Phase {
             .collect();
         PhaseEstimate {
             phase: self.name,
-            allocated_bytes: components.values().sum(),
+            allocated_bytes: saturating_sum(components.values().copied()),
             components,
         }
     }
@@ -597,7 +610,9 @@ impl Assembly<'_> {
             .get(peak_phase(&best.phases))
             .map_or(0, Phase::allocated);
         let terms = overhead_terms(r, peak_allocated_bytes, &self.overheads);
-        let total_bytes = peak_allocated_bytes + terms.iter().map(Term::bytes).sum::<u64>();
+        let total_bytes = saturating_sum(
+            std::iter::once(peak_allocated_bytes).chain(terms.iter().map(Term::bytes)),
+        );
         let gpu_memory_bytes = r.gpu.memory_bytes;
         let serving_fits = best.serving.as_ref().is_none_or(|s| s.fits);
         let first_step_peak_bytes = (self.mode == Mode::Training).then(|| {
@@ -625,7 +640,7 @@ impl Assembly<'_> {
             total_bytes,
             gpu_memory_bytes,
             fits: total_bytes <= gpu_memory_bytes && serving_fits && cpu_fits,
-            headroom_bytes: gpu_memory_bytes as i64 - total_bytes as i64,
+            headroom_bytes: headroom(gpu_memory_bytes, total_bytes),
             cpu_memory_bytes: best.cpu.bytes(),
             nvme_bytes: best.nvme.bytes(),
             first_step_peak_bytes,

@@ -34,3 +34,38 @@ fn floats_round_trip_through_json() {
     let v: serde_json::Value = serde_json::from_str("2.4222222222222226e+57").unwrap();
     assert_eq!(v.to_string(), "2.4222222222222226e+57");
 }
+
+#[path = "../../fuzz/src/docgen.rs"]
+#[allow(dead_code)]
+mod docgen;
+
+/// estimate: generated documents (the fuzz target's generator) estimate without a panic.
+/// Found: eager attention scores at a 2^30-token context (DeepSeek-V2-Lite, HF inference)
+/// are 2^65 bytes, and the phase sum overflowed u64 (a panic with overflow checks, a small
+/// wrapped number that "fits" without); sums of bytes now saturate
+/// (`report::saturating_sum`) and the estimate says it does not fit.
+#[test]
+fn estimate_inputs_never_panic() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/estimate");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).expect("regressions directory") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("input");
+        let mut u = arbitrary::Unstructured::new(&bytes);
+        let doc = <docgen::ArbitraryDoc as arbitrary::Arbitrary>::arbitrary(&mut u)
+            .expect("a document")
+            .0;
+        seen += 1;
+        if let Ok(e) = Config::from_value(doc).and_then(|c| calc_core::estimate(&c)) {
+            assert!(
+                !e.fits || e.total_bytes <= e.gpu_memory_bytes,
+                "{}",
+                path.display()
+            );
+            if path.ends_with("eager-scores-overflow.bin") {
+                assert_eq!((e.peak_allocated_bytes, e.fits), (u64::MAX, false));
+            }
+        }
+    }
+    assert!(seen >= 1, "no regression inputs found in {dir}");
+}

@@ -264,15 +264,19 @@ proptest! {
         let Ok(config) = Config::from_value(doc.clone()) else { return Ok(()) };
         let Ok(e) = estimate(&config) else { return Ok(()) };
         for ph in &e.phases {
-            prop_assert_eq!(ph.allocated_bytes, ph.components.values().sum::<u64>(), "{} in {}", ph.phase.as_str(), doc);
+            // saturating at u64::MAX bytes, as the estimate sums (report::saturating_sum)
+            let sum = ph.components.values().fold(0u64, |a, b| a.saturating_add(*b));
+            prop_assert_eq!(ph.allocated_bytes, sum, "{} in {}", ph.phase.as_str(), doc);
         }
         let max = e.phases.iter().map(|p| p.allocated_bytes).max().unwrap_or(0);
         prop_assert_eq!(e.peak_allocated_bytes, max, "{}", doc);
         if let Some(most) = e.stages.iter().map(|s| s.peak_allocated_bytes).max() {
             prop_assert_eq!(most, e.peak_allocated_bytes, "{}", doc);
         }
-        prop_assert_eq!(e.total_bytes, e.peak_allocated_bytes + e.overheads.values().sum::<u64>(), "{}", doc);
-        prop_assert_eq!(e.headroom_bytes, e.gpu_memory_bytes as i64 - e.total_bytes as i64);
+        let total = e.overheads.values().fold(e.peak_allocated_bytes, |a, b| a.saturating_add(*b));
+        prop_assert_eq!(e.total_bytes, total, "{}", doc);
+        let headroom = (i128::from(e.gpu_memory_bytes) - i128::from(e.total_bytes)).clamp(i64::MIN.into(), i64::MAX.into());
+        prop_assert_eq!(i128::from(e.headroom_bytes), headroom);
         prop_assert_eq!(e.fits, e.total_bytes <= e.gpu_memory_bytes && e.cpu_fits() && e.serving.as_ref().is_none_or(|s| s.fits));
         let r = calc_core::resolve::resolve(&config).expect("estimated");
         let p = calc_core::estimate_peak(&r);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test: formatting and lints, the Rust tests (core, CLI, web, wasm API), a
-# release build of the site with Trunk, the npm package with its Node tests, and the
-# browser tests in headless Chromium against dist/ and examples/embed.html.
+# Runs every test: formatting and lints, the Rust tests (core, CLI, web, wasm API), a fuzz
+# smoke run of every cargo-fuzz target (nightly), a release build of the site with Trunk,
+# the npm package with its Node tests, and the browser tests in headless Chromium against
+# dist/ and examples/embed.html.
 # Installs what the tests need when missing (Chromium from Debian, Trunk, wasm-bindgen-cli,
-# npm packages).
+# npm packages, the pinned nightly toolchain and cargo-fuzz).
 set -euo pipefail
 source "$(dirname "$0")/tools.sh"
 cd "$ROOT"
@@ -17,6 +18,8 @@ step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
+step "fuzz smoke run: every fuzz target for 15 s on its corpus (scripts/fuzz-smoke.sh)"
+"$ROOT/scripts/fuzz-smoke.sh"
 step "trunk build --release"
 rm -rf dist
 trunk build --release

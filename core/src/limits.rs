@@ -30,3 +30,10 @@ pub const MAX_GPUS: u64 = 1 << 20;
 pub const MAX_GPU_MEMORY: u64 = 100_000_000_000_000;
 /// CPU memory of one node in bytes (1 PB).
 pub const MAX_CPU_MEMORY: u64 = 1_000_000_000_000_000;
+
+/// Upper bound of an activation size (`resolve.rs` `activation_elems_bound`): 2^56 elements (2^57 bytes and more, far above
+/// any GPU's or node's memory). The memory model's activation arithmetic is in `u64` and
+/// multiplies such counts by bytes per element and small factors; under this bound every
+/// product stays below 2^64 with 2^8 to spare. Found by the `estimate` fuzz target:
+/// micro-batch 1 000 x a 2^30-token sequence under eager attention overflowed.
+pub const MAX_ACTIVATION_ELEMS: u128 = 1 << 56;

@@ -441,6 +441,23 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
     if let Some(m) = inf.max_model_len {
         e.range("inference.max_model_len", m, 1, limits::MAX_SEQ);
     }
+    if let Some(a) = arch {
+        let eager = inf.attention == crate::config::Attention::Eager;
+        let n = activation_elems_bound(inf.batch_size, inf.context_len, a, eager);
+        if n > limits::MAX_ACTIVATION_ELEMS {
+            e.add(
+                "inference.context_len",
+                inf.context_len,
+                format!(
+                    "batch_size {} x context_len {} is past what the memory model computes: one batch's tensors would span about 2^{} elements (the bound is 2^56){}",
+                    inf.batch_size,
+                    inf.context_len,
+                    127 - n.leading_zeros(),
+                    if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
+                ),
+            );
+        }
+    }
     if let Some(fr) = inf.mem_fraction_static
         && !(fr > 0.0 && fr <= 1.0)
     {
@@ -1082,6 +1099,57 @@ fn check_layout_for_model(
             t.seq_len, a.max_position_embeddings
         ));
     }
+    if config.effective_mode() == Mode::Training {
+        let eager = t.attention == crate::config::Attention::Eager;
+        let n = activation_elems_bound(t.micro_batch_size, t.seq_len, a, eager);
+        if n > limits::MAX_ACTIVATION_ELEMS {
+            e.add(
+                "training.seq_len",
+                t.seq_len,
+                format!(
+                    "micro_batch_size {} x seq_len {} is past what the memory model computes: one micro-batch's tensors would span about 2^{} elements (the bound is 2^56){}",
+                    t.micro_batch_size,
+                    t.seq_len,
+                    127 - n.leading_zeros(),
+                    if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
+                ),
+            );
+        }
+    }
+}
+
+/// An upper bound of the elements one micro-batch's tensors span over all layers:
+/// `batch x seq` tokens times the widest per-token tensor (hidden, intermediate, the
+/// routed experts' intermediates, the vocabulary's logits, and under eager attention the
+/// `heads x seq` scores) times the layers, in `u128` (saturating).
+fn activation_elems_bound(batch: u64, seq: u64, a: &ModelArch, eager_attention: bool) -> u128 {
+    let experts = a.moe.as_ref().map_or(0, |m| {
+        u128::from(m.moe_intermediate_size) * u128::from(m.num_experts_per_tok)
+    });
+    let scores = if eager_attention {
+        u128::from(a.num_attention_heads) * u128::from(seq)
+    } else {
+        0
+    };
+    let width = [
+        u128::from(a.hidden_size),
+        u128::from(a.intermediate_size),
+        u128::from(a.vocab_size),
+        experts,
+        scores,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    // saturating: inputs past their bounds still reach this check (their range errors are
+    // reported too)
+    [
+        u128::from(seq),
+        width,
+        u128::from(a.num_hidden_layers.max(1)),
+    ]
+    .into_iter()
+    .fold(u128::from(batch), u128::saturating_mul)
 }
 
 /// The GPU: a preset, a custom capacity, or the default preset; the overheads' ranges.

@@ -40,10 +40,15 @@ fn floats_round_trip_through_json() {
 mod docgen;
 
 /// estimate: generated documents (the fuzz target's generator) estimate without a panic.
-/// Found: eager attention scores at a 2^30-token context (DeepSeek-V2-Lite, HF inference)
-/// are 2^65 bytes, and the phase sum overflowed u64 (a panic with overflow checks, a small
-/// wrapped number that "fits" without); sums of bytes now saturate
-/// (`report::saturating_sum`) and the estimate says it does not fit.
+/// Found, with overflow checks:
+/// * `eager-scores-overflow.bin`: eager attention scores at a 2^30-token context
+///   (DeepSeek-V2-Lite, HF inference) are 2^65 bytes, and the phase sum overflowed u64 (a
+///   small wrapped number that "fits" without overflow checks). Sums of bytes now saturate
+///   (`report::saturating_sum`), and such a context is refused at validation
+///   (`limits::MAX_ACTIVATION_ELEMS`).
+/// * `eager-micro-batch-overflow.bin`: micro-batch 1 000 x a 2^30-token sequence under eager
+///   attention overflowed the activation arithmetic (`activations.rs` score elements);
+///   refused at validation the same way.
 #[test]
 fn estimate_inputs_never_panic() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/estimate");
@@ -56,16 +61,40 @@ fn estimate_inputs_never_panic() {
             .expect("a document")
             .0;
         seen += 1;
-        if let Ok(e) = Config::from_value(doc).and_then(|c| calc_core::estimate(&c)) {
+        let result = Config::from_value(doc).and_then(|c| calc_core::estimate(&c));
+        let refused_at = |field: &str| {
+            let errors = result.as_ref().expect_err("refused");
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.field == field && e.message.contains("2^56")),
+                "{}: {errors:?}",
+                path.display()
+            );
+        };
+        if path.ends_with("eager-scores-overflow.bin") {
+            refused_at("inference.context_len");
+        }
+        if path.ends_with("eager-micro-batch-overflow.bin") {
+            refused_at("training.seq_len");
+        }
+        if let Ok(e) = result {
             assert!(
                 !e.fits || e.total_bytes <= e.gpu_memory_bytes,
                 "{}",
                 path.display()
             );
-            if path.ends_with("eager-scores-overflow.bin") {
-                assert_eq!((e.peak_allocated_bytes, e.fits), (u64::MAX, false));
-            }
         }
     }
-    assert!(seen >= 1, "no regression inputs found in {dir}");
+    assert!(seen >= 2, "regression inputs missing in {dir}");
+}
+
+/// A sum of bytes past 2^64 saturates instead of wrapping to a small number.
+#[test]
+fn byte_sums_saturate() {
+    use calc_core::report::{headroom, saturating_sum};
+    assert_eq!(saturating_sum([u64::MAX, 1, 5]), u64::MAX);
+    assert_eq!(saturating_sum([1, 2, 3]), 6);
+    assert_eq!(headroom(80, u64::MAX), i64::MIN);
+    assert_eq!(headroom(80_000_000_000, 1), 79_999_999_999);
 }

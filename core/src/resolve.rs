@@ -1021,13 +1021,13 @@ fn check_layout_for_model(
                 v,
                 "needs pipeline_parallel_size > 1",
             );
-        } else if !a.num_hidden_layers.is_multiple_of(pp * v) {
+        } else if !a.num_hidden_layers.is_multiple_of(pp.saturating_mul(v)) {
             e.add(
                 "parallelism.virtual_pipeline_parallel_size",
                 v,
                 format!(
                     "pipeline x virtual stages ({}) must divide num_hidden_layers ({})",
-                    pp * v,
+                    u128::from(pp) * u128::from(v),
                     a.num_hidden_layers
                 ),
             );

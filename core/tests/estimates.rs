@@ -544,6 +544,13 @@ fn out_of_range_parallel_sizes_never_overflow_the_layout_checks() {
         "parallelism.expert_tensor_parallel_size",
     );
     assert!(e.message.contains("1 to 1048576"), "{e}");
+    // and a virtual pipeline size of 2^63 times the pipeline size (2) in the layer check
+    let e = error_at(
+        json!({"model": {"preset": "llama-2-7b"}, "engine": {"type": "megatron"}, "hardware": {"num_gpus": 2},
+               "parallelism": {"pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 1u64 << 63}}),
+        "parallelism.virtual_pipeline_parallel_size",
+    );
+    assert!(e.message.contains("18446744073709551616"), "{e}");
 }
 
 #[test]

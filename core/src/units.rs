@@ -68,14 +68,18 @@ fn exact_integer(mantissa: u128, scale: i32, multiplier: u128) -> Result<u64, No
         return Err(TooLarge);
     }
     let v = mantissa.checked_mul(multiplier).ok_or(TooLarge)?;
+    // 10^39 and 10^40 are past u128 (found by the hf_config fuzz target:
+    // "00000.0000000000000000000000000000000000000001"): a non-zero value below 10^39 over
+    // such a divisor is a fraction, and times it too large
     let r = if scale >= 0 {
-        let d = 10u128.pow(scale as u32);
+        let d = 10u128.checked_pow(scale as u32).ok_or(Fraction)?;
         if v % d != 0 {
             return Err(Fraction);
         }
         v / d
     } else {
-        v.checked_mul(10u128.pow((-scale) as u32)).ok_or(TooLarge)?
+        let m = 10u128.checked_pow((-scale) as u32).ok_or(TooLarge)?;
+        v.checked_mul(m).ok_or(TooLarge)?
     };
     u64::try_from(r).map_err(|_| TooLarge)
 }
@@ -366,6 +370,10 @@ mod tests {
 
     #[test]
     fn counts() {
+        // 40 decimals: 10^40 is past u128 (hf_config fuzz target)
+        assert!(parse_count("00000.0000000000000000000000000000000000000001").is_err());
+        assert!(parse_count("1e-39").is_err());
+        assert_eq!(parse_count("1.000000000000000000000000000000"), Ok(1));
         assert_eq!(parse_count("7B"), Ok(7_000_000_000));
         assert_eq!(parse_count("1.5b"), Ok(1_500_000_000));
         assert_eq!(parse_count("125M"), Ok(125_000_000));

@@ -98,3 +98,23 @@ fn byte_sums_saturate() {
     assert_eq!(headroom(80, u64::MAX), i64::MIN);
     assert_eq!(headroom(80_000_000_000, 1), 79_999_999_999);
 }
+
+/// hf_config: a count with 40 decimals ("00000.0000000000000000000000000000000000000001")
+/// raised 10 to the 40th in u128 while reading it (past u128: a panic with overflow checks);
+/// now "not a whole number".
+#[test]
+fn hf_config_inputs_never_panic() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/hf_config");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).expect("regressions directory") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("UTF-8 input");
+        seen += 1;
+        let errors = calc_core::hf::parse_hf_config_str(&text).expect_err("refused");
+        assert!(
+            errors.iter().any(|e| e.field.contains("intermediate_size")),
+            "{errors:?}"
+        );
+    }
+    assert!(seen >= 1, "no regression inputs found in {dir}");
+}

@@ -442,21 +442,8 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
         e.range("inference.max_model_len", m, 1, limits::MAX_SEQ);
     }
     if let Some(a) = arch {
-        let eager = inf.attention == crate::config::Attention::Eager;
-        let n = activation_elems_bound(inf.batch_size, inf.context_len, a, eager);
-        if n > limits::MAX_ACTIVATION_ELEMS {
-            e.add(
-                "inference.context_len",
-                inf.context_len,
-                format!(
-                    "batch_size {} x context_len {} is past what the memory model computes: one batch's tensors would span about 2^{} elements (the bound is 2^56){}",
-                    inf.batch_size,
-                    inf.context_len,
-                    127 - n.leading_zeros(),
-                    if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
-                ),
-            );
-        }
+        let size = ("batch_size", inf.batch_size, "context_len", inf.context_len);
+        check_activation_size(e, "inference", size, inf.attention, a);
     }
     if let Some(fr) = inf.mem_fraction_static
         && !(fr > 0.0 && fr <= 1.0)
@@ -1100,21 +1087,8 @@ fn check_layout_for_model(
         ));
     }
     if config.effective_mode() == Mode::Training {
-        let eager = t.attention == crate::config::Attention::Eager;
-        let n = activation_elems_bound(t.micro_batch_size, t.seq_len, a, eager);
-        if n > limits::MAX_ACTIVATION_ELEMS {
-            e.add(
-                "training.seq_len",
-                t.seq_len,
-                format!(
-                    "micro_batch_size {} x seq_len {} is past what the memory model computes: one micro-batch's tensors would span about 2^{} elements (the bound is 2^56){}",
-                    t.micro_batch_size,
-                    t.seq_len,
-                    127 - n.leading_zeros(),
-                    if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
-                ),
-            );
-        }
+        let size = ("micro_batch_size", t.micro_batch_size, "seq_len", t.seq_len);
+        check_activation_size(e, "training", size, t.attention, a);
     }
 }
 
@@ -1150,6 +1124,34 @@ fn activation_elems_bound(batch: u64, seq: u64, a: &ModelArch, eager_attention: 
     ]
     .into_iter()
     .fold(u128::from(batch), u128::saturating_mul)
+}
+
+/// A field error at `<section>.<sequence key>` when one (micro-)batch's tensors, bounded by
+/// [`activation_elems_bound`], exceed [`limits::MAX_ACTIVATION_ELEMS`]: past what the
+/// memory model's u64 activation arithmetic holds. `size`: (batch key, batch, sequence key,
+/// sequence).
+fn check_activation_size(
+    e: &mut Errors,
+    section: &str,
+    size: (&str, u64, &str, u64),
+    attention: crate::config::Attention,
+    a: &ModelArch,
+) {
+    let (batch_key, batch, seq_key, seq) = size;
+    let eager = attention == crate::config::Attention::Eager;
+    let n = activation_elems_bound(batch, seq, a, eager);
+    if n > limits::MAX_ACTIVATION_ELEMS {
+        e.add(
+            format!("{section}.{seq_key}"),
+            seq,
+            format!(
+                "{batch_key} {batch} x {seq_key} {seq} is past what the memory model computes: one {}batch's tensors would span about 2^{} elements (the bound is 2^56){}",
+                if section == "training" { "micro-" } else { "" },
+                127 - n.leading_zeros(),
+                if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
+            ),
+        );
+    }
 }
 
 /// The GPU: a preset, a custom capacity, or the default preset; the overheads' ranges.

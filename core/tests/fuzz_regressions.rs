@@ -1,6 +1,30 @@
 //! Inputs the fuzz targets (`fuzz/`, RELIABILITY.md) found to break a check, kept under
 //! `fuzz/regressions/<target>/` and replayed here with the same check on stable Rust.
 use calc_core::Config;
+use std::path::PathBuf;
+
+/// The kept inputs of a fuzz target (`fuzz/regressions/<target>/`): each file's path and
+/// bytes; at least `at_least` of them.
+fn inputs(target: &str, at_least: usize) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = format!(
+        "{}/../fuzz/regressions/{target}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let found: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+        .expect("regressions directory")
+        .map(|entry| {
+            let path = entry.expect("entry").path();
+            let bytes = std::fs::read(&path).expect("input");
+            (path, bytes)
+        })
+        .collect();
+    assert!(
+        found.len() >= at_least,
+        "{} regression inputs in {dir}, expected at least {at_least}",
+        found.len()
+    );
+    found
+}
 
 /// config_json: export -> import gives the same document. Found: a float in the document
 /// (2.4222222222222226e+57) read back one unit in the last place off, because serde_json's
@@ -8,15 +32,8 @@ use calc_core::Config;
 /// `float_roundtrip` feature.
 #[test]
 fn config_json_export_import_is_identical() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fuzz/regressions/config_json"
-    );
-    let mut seen = 0;
-    for entry in std::fs::read_dir(dir).expect("regressions directory") {
-        let path = entry.expect("entry").path();
-        let text = std::fs::read_to_string(&path).expect("UTF-8 input");
-        seen += 1;
+    for (path, bytes) in inputs("config_json", 1) {
+        let text = String::from_utf8(bytes).expect("UTF-8 input");
         let Ok(config) = Config::from_json_str(&text) else {
             continue;
         };
@@ -24,7 +41,6 @@ fn config_json_export_import_is_identical() {
         let again = Config::from_json_str(&exported).expect("an export re-imports");
         assert_eq!(again.to_json_pretty(), exported, "{}", path.display());
     }
-    assert!(seen >= 1, "no regression inputs found in {dir}");
 }
 
 /// The float of the first regression, parsed exactly (correctly rounded): the nearest f64
@@ -51,16 +67,11 @@ mod docgen;
 ///   refused at validation the same way.
 #[test]
 fn estimate_inputs_never_panic() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/estimate");
-    let mut seen = 0;
-    for entry in std::fs::read_dir(dir).expect("regressions directory") {
-        let path = entry.expect("entry").path();
-        let bytes = std::fs::read(&path).expect("input");
+    for (path, bytes) in inputs("estimate", 2) {
         let mut u = arbitrary::Unstructured::new(&bytes);
         let doc = <docgen::ArbitraryDoc as arbitrary::Arbitrary>::arbitrary(&mut u)
             .expect("a document")
             .0;
-        seen += 1;
         let result = Config::from_value(doc).and_then(|c| calc_core::estimate(&c));
         let refused_at = |field: &str| {
             let errors = result.as_ref().expect_err("refused");
@@ -86,7 +97,6 @@ fn estimate_inputs_never_panic() {
             );
         }
     }
-    assert!(seen >= 2, "regression inputs missing in {dir}");
 }
 
 /// A sum of bytes past 2^64 saturates instead of wrapping to a small number.
@@ -104,17 +114,13 @@ fn byte_sums_saturate() {
 /// now "not a whole number".
 #[test]
 fn hf_config_inputs_never_panic() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/hf_config");
-    let mut seen = 0;
-    for entry in std::fs::read_dir(dir).expect("regressions directory") {
-        let path = entry.expect("entry").path();
-        let text = std::fs::read_to_string(&path).expect("UTF-8 input");
-        seen += 1;
+    for (path, bytes) in inputs("hf_config", 1) {
+        let text = String::from_utf8(bytes).expect("UTF-8 input");
         let errors = calc_core::hf::parse_hf_config_str(&text).expect_err("refused");
         assert!(
             errors.iter().any(|e| e.field.contains("intermediate_size")),
-            "{errors:?}"
+            "{}: {errors:?}",
+            path.display()
         );
     }
-    assert!(seen >= 1, "no regression inputs found in {dir}");
 }

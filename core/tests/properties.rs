@@ -4,15 +4,14 @@
 //! with random sizes and layouts. `PROPTEST_CASES` overrides the case counts and
 //! `PROPTEST_RNG_SEED` the fixed seed.
 
+mod common;
+use common::est;
+
 #[path = "../../fuzz/src/docgen.rs"]
 #[allow(dead_code)]
 mod docgen;
 
 use calc_core::{Config, Estimate, FieldError, estimate, presets};
-
-fn est(v: Value) -> Estimate {
-    try_estimate(v).unwrap_or_else(|e| panic!("{e:?}"))
-}
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

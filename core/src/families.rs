@@ -11,8 +11,7 @@
 //! the inventory ([`crate::model`]) read the row; nothing else matches on `model_type`.
 
 use crate::arch::{Mla, MlpKind, ModelArch, Moe, NormKind};
-use crate::limits;
-use crate::reader::{Reader, bounded};
+use crate::reader::Reader;
 
 /// Defaults a family's configuration class uses for a missing key.
 ///
@@ -637,27 +636,9 @@ fn deepseek(r: &Reader, a: &mut ModelArch, v3: bool) -> Option<()> {
         qk_nope_head_dim: r.count_or(&["qk_nope_head_dim"], 128),
         v_head_dim: r.count_or(&["v_head_dim"], 128),
     };
-    for (k, v) in [
-        ("kv_lora_rank", m.kv_lora_rank),
-        ("qk_rope_head_dim", m.qk_rope_head_dim),
-        ("qk_nope_head_dim", m.qk_nope_head_dim),
-        ("v_head_dim", m.v_head_dim),
-    ] {
-        bounded(r, k, v, 1, limits::MAX_HIDDEN)?;
-    }
-    if let Some(q) = m.q_lora_rank {
-        bounded(r, "q_lora_rank", q, 1, limits::MAX_HIDDEN)?;
-    }
     // MLA: every head gets its own keys/values after the up-projection.
     a.num_key_value_heads = a.num_attention_heads;
     a.num_nextn_predict_layers = r.count_or(&["num_nextn_predict_layers"], 0);
-    bounded(
-        r,
-        "num_nextn_predict_layers",
-        a.num_nextn_predict_layers,
-        0,
-        16,
-    )?;
     a.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
     a.mla = Some(m);
     let experts = r

@@ -286,7 +286,7 @@ pub enum Applies {
 }
 
 /// Allowed values of a number, as validation enforces them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Bounds {
     pub min: f64,
     pub max: f64,
@@ -400,7 +400,7 @@ pub const SECTIONS: &[Section] = &[
     ]},
     Section { title: "LoRA / QLoRA", open: true, tasks: FINE_TUNING, fields: &[
         f("training.lora.rank", "Rank r", "", Count, false, FINE_TUNING, Always, range(1, limits::MAX_HIDDEN), "PEFT LoraConfig.r: A is r x in, B is out x r."),
-        f("training.lora.alpha", "Alpha", "", Number, true, FINE_TUNING, Always, None, "PEFT lora_alpha (scaling only; no memory)."),
+        f("training.lora.alpha", "Alpha", "", Number, true, FINE_TUNING, Always, Some(Bounds { min: 0.0, max: limits::MAX_LORA_ALPHA, min_open: false, max_open: false }), "PEFT lora_alpha (scaling only; no memory)."),
         f("training.lora.target_modules", "Target modules", "", Targets, false, FINE_TUNING, Always, None, "Comma-separated module names (q_proj, v_proj, ...) or all-linear."),
         f("training.lora.dropout", "Dropout", "", Number, true, FINE_TUNING, Always, Some(Bounds { min: 0.0, max: 1.0, min_open: false, max_open: true }), "PEFT lora_dropout: a mask and a copy of each targeted input when > 0."),
         f("training.lora.base_quantized_modules", "Quantized base layers", "", C(Choices::QuantizedModules), true, FINE_TUNING, Always, None, "Which linear layers of the frozen base the base format covers: all, or the routed experts only."),
@@ -411,14 +411,14 @@ pub const SECTIONS: &[Section] = &[
         f("inference.engine", "Runtime", "", C(Choices::Runtime), true, INFERENCE, Always, None, "transformers generate; vLLM (KV cache sized from gpu_memory_utilization after a profiling run); SGLang (KV pool sized from mem_fraction_static before any forward pass)."),
         f("inference.batch_size", "Batch size", "sequences", Count, true, INFERENCE, HF, range(1, limits::MAX_BATCH), "Sequences generated together (transformers generate)."),
         f("inference.context_len", "Context length", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Prompt plus generated tokens per sequence."),
-        f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, None, "Tokens prefilled at once. Empty: the whole context."),
+        f("inference.prompt_len", "Prompt length", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Tokens prefilled at once. Empty: the whole context."),
         f("inference.weight_format", "Weights", "", C(Choices::WeightFormat), true, INFERENCE, Always, None, "Storage of the linear layers; embeddings, head and norms stay 16-bit."),
         f("inference.quantized_modules", "Quantized layers", "", C(Choices::QuantizedModules), true, INFERENCE, Formats(&[WeightFormat::Fp8, WeightFormat::Int8, WeightFormat::Int4, WeightFormat::Awq, WeightFormat::Nf4, WeightFormat::Mxfp4]), None, "Which linear layers the weight format covers: all of the decoder blocks' (GPTQ, AWQ, FP8 checkpoints) or the routed experts only (gpt-oss MXFP4: attention, router, embeddings and head in bf16)."),
         f("inference.group_size", "Quantization group", "inputs", Count, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), range(1, limits::MAX_HIDDEN), "GPTQ/AWQ group_size."),
         f("inference.zero_point", "Zero points", "", Check, true, INFERENCE, Formats(&[WeightFormat::Int4, WeightFormat::Awq]), None, "GPTQ/AWQ asymmetric quantization (sym=False): a 4-bit zero per group."),
         f("inference.double_quant", "Double quantization", "", Check, true, INFERENCE, Formats(&[WeightFormat::Nf4]), None, "bitsandbytes bnb_4bit_use_double_quant for NF4."),
         f("inference.kv_cache_dtype", "KV cache", "", C(Choices::KvCacheDtype), true, INFERENCE, Always, None, "vLLM kv_cache_dtype."),
-        f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, None, "transformers logits_to_keep: positions whose logits the prefill computes (0: all of them)."),
+        f("inference.logits_to_keep", "Logits kept", "positions", Count, true, INFERENCE, HF, range(0, limits::MAX_SEQ), "transformers logits_to_keep: positions whose logits the prefill computes (0: all of them)."),
         f("inference.max_model_len", "Max model length", "tokens", Count, true, INFERENCE, SERVING, range(1, limits::MAX_SEQ), "Tokens per request the runtime admits, prompt plus generated: vLLM max_model_len, SGLang context_length (the serving runtimes' one length field)."),
         f("inference.attention", "Attention", "", C(Choices::Attention), true, INFERENCE, HF, None, "Eager attention materializes the scores during the prefill."),
         f("inference.prefill_chunk", "Prefill chunk", "tokens", Count, true, INFERENCE, HF, range(1, limits::MAX_SEQ), "Chunked prefill: tokens per forward pass. Empty: the whole prompt."),
@@ -441,9 +441,9 @@ pub const SECTIONS: &[Section] = &[
         f("parallelism.context_parallel_size", "Context parallel", "", Count, true, TRAIN, par(|p| p.context), GPUS, "Megatron --context-parallel-size / DeepSpeed-Ulysses sequence parallel size: splits the sequence."),
         f("parallelism.expert_parallel_size", "Expert parallel", "", Count, true, ALL, par(|p| p.expert), GPUS, "Megatron --expert-model-parallel-size: MoE experts divided over EP ranks."),
         f("parallelism.expert_tensor_parallel_size", "Expert tensor parallel", "", Count, true, TRAIN, par(|p| p.expert_tensor), GPUS, "Megatron-Core --expert-tensor-parallel-size (MoE parallel folding). Empty: the tensor-parallel size."),
-        f("parallelism.virtual_pipeline_parallel_size", "Virtual pipeline stages", "per rank", Count, true, TRAIN, par(|p| p.virtual_pipeline), None, "Megatron interleaved 1F1B schedule (--num-virtual-stages-per-pipeline-rank)."),
-        f("parallelism.first_pipeline_stage_layers", "Layers on the first stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-first-pipeline-num-layers (uneven split). Empty: even."),
-        f("parallelism.last_pipeline_stage_layers", "Layers on the last stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), None, "Megatron --decoder-last-pipeline-num-layers. Empty: even."),
+        f("parallelism.virtual_pipeline_parallel_size", "Virtual pipeline stages", "per rank", Count, true, TRAIN, par(|p| p.virtual_pipeline), range(1, limits::MAX_LAYERS), "Megatron interleaved 1F1B schedule (--num-virtual-stages-per-pipeline-rank)."),
+        f("parallelism.first_pipeline_stage_layers", "Layers on the first stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), range(1, limits::MAX_LAYERS), "Megatron --decoder-first-pipeline-num-layers (uneven split). Empty: even."),
+        f("parallelism.last_pipeline_stage_layers", "Layers on the last stage", "", Count, true, TRAIN, par(|p| p.uneven_pipeline), range(1, limits::MAX_LAYERS), "Megatron --decoder-last-pipeline-num-layers. Empty: even."),
     ]},
     Section { title: "Engine", open: true, tasks: TRAIN, fields: &[
         f("engine.type", "Engine", "", C(Choices::Engine), false, TRAIN, Always, None, "The training framework."),
@@ -463,9 +463,9 @@ pub const SECTIONS: &[Section] = &[
         f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_prefetch_bucket_size."),
         f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_max_live_parameters."),
         f("engine.stage3_max_reuse_distance", "ZeRO-3 max reuse distance", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_max_reuse_distance: parameters reused sooner stay gathered (the last layers of forward into backward)."),
-        f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
-        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, None, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),
-        f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, None, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
+        f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
+        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),
+        f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, GPUS, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
         f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP2 CPUOffloadPolicy / FSDP1 CPUOffload(offload_params=True)."),
         f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, TRAIN, EngineOption, Some(Bounds { min: 0.0, max: 65536.0, min_open: true, max_open: false }), "DistributedDataParallel bucket_cap_mb."),
         f("engine.gradient_as_bucket_view", "Gradients as bucket views", "", Check, true, TRAIN, EngineOption, None, "DistributedDataParallel gradient_as_bucket_view: without it the buckets are a second copy of all gradients."),
@@ -485,6 +485,175 @@ pub fn fields() -> impl Iterator<Item = &'static Field> {
 /// The field at a dotted path.
 pub fn field(path: &str) -> Option<&'static Field> {
     fields().find(|f| f.path == path)
+}
+
+/// What else bounds a form field, beyond its own range (validation's messages say the same).
+#[rustfmt::skip]
+const RELATED: &[(&str, &str)] = &[
+    ("inference.prompt_len", "at most inference.context_len"),
+    ("inference.logits_to_keep", "at most inference.context_len; 0: every position"),
+    ("inference.group_size", "divides the input size of every quantized layer (per GPU under tensor parallelism)"),
+    ("hardware.num_gpus", "a multiple of tensor x pipeline x context parallel sizes"),
+    ("parallelism.data_parallel_replicate_size", "divides data_parallel_size"),
+    ("parallelism.tensor_parallel_size", "divides num_attention_heads and num_key_value_heads"),
+    ("parallelism.pipeline_parallel_size", "divides num_hidden_layers, unless the first/last stage sizes are given"),
+    ("parallelism.virtual_pipeline_parallel_size", "pipeline size x virtual stages divides num_hidden_layers"),
+    ("parallelism.first_pipeline_stage_layers", "first + last stage layers at most num_hidden_layers, the rest split evenly over the middle stages"),
+    ("parallelism.last_pipeline_stage_layers", "as first_pipeline_stage_layers"),
+    ("parallelism.expert_parallel_size", "divides the number of experts and data x context parallel size"),
+    ("parallelism.expert_tensor_parallel_size", "divides moe_intermediate_size"),
+    ("engine.hybrid_shard_group_size", "divides data_parallel_size"),
+];
+
+/// Where the numeric inputs of [`numeric_inputs`] come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A field of the form ([`SECTIONS`]).
+    Form,
+    /// A size of the hardware, given in GB or with a unit (the pickers' custom sizes).
+    Hardware,
+    /// The model's stated size (`model.num_parameters`).
+    Model,
+    /// A numeric key of the model's `config.json` ([`limits::MODEL_KEYS`]).
+    ModelKey,
+}
+
+/// One numeric input and its allowed range.
+#[derive(Debug, Clone, Serialize)]
+pub struct NumericInput {
+    /// Dotted path in the config document; a model key as `model.<key>` (the same key
+    /// under `model.hf_config`, a wrapper's `text_config` or `vision_config` has the
+    /// same range).
+    pub path: String,
+    /// Other names the same input is read under (model keys of other families).
+    pub aliases: &'static [&'static str],
+    /// Unit of `bounds` (bytes for memory sizes given in GB).
+    pub unit: &'static str,
+    /// A whole number (a count) rather than any number.
+    pub whole: bool,
+    pub bounds: Bounds,
+    /// What else bounds it (another field, the model), or what a special value means.
+    pub note: &'static str,
+    pub origin: Origin,
+}
+
+/// Every numeric input of the config document with its allowed range, the one table
+/// validation enforces (checked field by field at both bounds and one past them by
+/// `core/tests/fields.rs`) and `BOUNDS.md` shows: the form's fields, the hardware's memory
+/// sizes, the model's stated size and every numeric `config.json` key a family reads.
+pub fn numeric_inputs() -> Vec<NumericInput> {
+    let bytes = |min: u64, max: u64| Bounds {
+        min: min as f64,
+        max: max as f64,
+        min_open: false,
+        max_open: false,
+    };
+    let mut out: Vec<NumericInput> = fields()
+        // every Count and Number field has bounds (`core/tests/fields.rs`)
+        .filter_map(|f| Some((f, f.bounds?)))
+        .map(|(f, bounds)| NumericInput {
+            path: f.path.to_string(),
+            aliases: &[],
+            unit: f.unit,
+            whole: f.kind == Kind::Count,
+            bounds,
+            note: RELATED
+                .iter()
+                .find(|(p, _)| *p == f.path)
+                .map_or("", |(_, n)| n),
+            origin: Origin::Form,
+        })
+        .collect();
+    out.extend([
+        NumericInput {
+            path: "hardware.gpu_memory_gb".into(),
+            aliases: &[],
+            unit: "bytes",
+            whole: true,
+            bounds: bytes(1, limits::MAX_GPU_MEMORY),
+            note: "given in GB (10^9 bytes) or with a unit (\"80GiB\"); default: the GPU preset's",
+            origin: Origin::Hardware,
+        },
+        NumericInput {
+            path: "hardware.cpu_memory_gb".into(),
+            aliases: &[],
+            unit: "bytes",
+            whole: true,
+            bounds: bytes(1, limits::MAX_CPU_MEMORY),
+            note: "per node; given in GB or with a unit (\"2TiB\"); default: the GPU preset's typical node",
+            origin: Origin::Hardware,
+        },
+        NumericInput {
+            path: "model.num_parameters".into(),
+            aliases: &[],
+            unit: "parameters",
+            whole: true,
+            bounds: bytes(1, limits::MAX_PARAMS),
+            note: "a count such as 7000000000 or \"7B\"; the architecture's own count has the same bound",
+            origin: Origin::Model,
+        },
+    ]);
+    out.extend(limits::MODEL_KEYS.iter().map(|k| NumericInput {
+        path: format!("model.{}", k.keys[0]),
+        aliases: &k.keys[1..],
+        unit: "",
+        whole: true,
+        bounds: bytes(k.min, k.max),
+        note: k.note,
+        origin: Origin::ModelKey,
+    }));
+    out
+}
+
+/// [`numeric_inputs`] as a Markdown document (`BOUNDS.md`).
+pub fn bounds_markdown() -> String {
+    fn num(x: f64) -> String {
+        // exact for every bound in the table (integers below 2^53, fractions such as 0.0)
+        if x.fract() == 0.0 && x.abs() < 1e16 {
+            format!("{}", x as i64)
+        } else {
+            format!("{x}")
+        }
+    }
+    let mut md = String::from(
+        "# Bounds of every numeric input\n\n\
+         Generated from `calc_core::fields::numeric_inputs()` (the form's field table, the \
+         hardware sizes and `limits::MODEL_KEYS`) by \
+         `GOLDEN_UPDATE=1 cargo test -p calc-core --test fields`; a test fails when this file \
+         differs. Validation enforces each range with an error naming the field; \
+         `core/tests/fields.rs` sets every input to both bounds and one past each (a whole \
+         number: +-1; a number: +-10^-6, or the bound itself where it is open).\n\n\
+         `[a, b]` includes both ends, `(a, b]` excludes `a`. Model keys are read the same in \
+         the `model` section, in `model.hf_config` and in a wrapper's `text_config` / \
+         `vision_config`.\n\n\
+         | input | also read as | range | unit | also bounded by |\n\
+         |---|---|---|---|---|\n",
+    );
+    for i in numeric_inputs() {
+        let b = i.bounds;
+        let range = format!(
+            "{}{}, {}{}{}",
+            if b.min_open { "(" } else { "[" },
+            num(b.min),
+            num(b.max),
+            if b.max_open { ")" } else { "]" },
+            if i.whole { " whole" } else { "" }
+        );
+        md.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            i.path,
+            i.aliases
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            range,
+            i.unit,
+            i.note
+        ));
+    }
+    md
 }
 
 /// What a document's settings say that decides which fields apply.

@@ -199,11 +199,6 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
     let heads = r.size_or(k.num_attention_heads, d.num_attention_heads);
     let vocab = r.size_or(k.vocab_size, d.vocab_size);
     let max_pos = r.size_or(k.max_position_embeddings, d.max_position_embeddings);
-    let hidden = bounded(r, "hidden_size", hidden, 1, limits::MAX_HIDDEN)?;
-    let layers = bounded(r, "num_hidden_layers", layers, 1, limits::MAX_LAYERS)?;
-    let heads = bounded(r, "num_attention_heads", heads, 1, limits::MAX_HEADS)?;
-    let vocab = bounded(r, "vocab_size", vocab, 1, limits::MAX_VOCAB)?;
-    let max_pos = bounded(r, "max_position_embeddings", max_pos, 1, limits::MAX_SEQ)?;
 
     // key/value heads
     let kv = match f.kv_heads {
@@ -237,7 +232,12 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
             }
         }
     };
-    let kv = bounded(r, "num_key_value_heads", kv, 1, heads)?;
+    let kv_key = r.present(&[
+        "num_key_value_heads",
+        "num_kv_heads",
+        "multi_query_group_num",
+    ]);
+    let kv = bounded(r, kv_key, kv, 1, heads)?;
     // head_dim: explicit (or the family's fixed default), else hidden / heads, which must
     // then divide evenly
     let explicit_head_dim = match f.head_dim {
@@ -249,7 +249,7 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
     };
     let head_dim = match explicit_head_dim {
         Some(hd) => hd,
-        None if hidden % heads != 0 => {
+        None if !hidden.is_multiple_of(heads) => {
             r.errors.borrow_mut().push(FieldError::new(
                 r.path("num_attention_heads"),
                 heads,
@@ -259,15 +259,20 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
         }
         None => hidden / heads,
     };
-    if heads % kv != 0 {
+    if !heads.is_multiple_of(kv) {
         r.errors.borrow_mut().push(FieldError::new(
-            r.path("num_key_value_heads"),
+            r.path(kv_key),
             kv,
             format!("must divide num_attention_heads ({heads})"),
         ));
         return None;
     }
-    let head_dim = bounded(r, "head_dim", head_dim, 1, limits::MAX_HEAD_DIM)?;
+    // a head_dim derived from values already reported (and clamped) is not reported again
+    let head_dim = if r.errors.borrow().is_empty() {
+        bounded(r, "head_dim", head_dim, 1, limits::MAX_HEAD_DIM)?
+    } else {
+        head_dim.clamp(1, limits::MAX_HEAD_DIM)
+    };
     let inter = r.size_or(
         k.intermediate_size,
         if d.intermediate_size == 0 {
@@ -276,7 +281,6 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
             d.intermediate_size
         },
     );
-    let inter = bounded(r, "intermediate_size", inter, 1, limits::MAX_INTERMEDIATE)?;
     let tie = r.boolean("tie_word_embeddings", d.tie_word_embeddings);
     let hidden_act = k
         .hidden_act
@@ -321,22 +325,21 @@ fn parse_language(r: &Reader, f: &Family) -> Option<ModelArch> {
     };
     (f.structure)(r, &mut a)?;
     if let Some(m) = &a.moe {
-        bounded(r, "num_experts", m.num_experts, 1, limits::MAX_EXPERTS)?;
+        let experts = ["num_experts", "num_local_experts", "n_routed_experts"];
         bounded(
             r,
-            "num_experts_per_tok",
+            r.present(&experts),
+            m.num_experts,
+            1,
+            limits::MAX_EXPERTS,
+        )?;
+        bounded(
+            r,
+            r.present(&["num_experts_per_tok", "experts_per_token"]),
             m.num_experts_per_tok,
             1,
             m.num_experts,
         )?;
-        bounded(
-            r,
-            "moe_intermediate_size",
-            m.moe_intermediate_size,
-            1,
-            limits::MAX_INTERMEDIATE,
-        )?;
-        bounded(r, "moe_layer_freq", m.moe_layer_freq, 1, limits::MAX_LAYERS)?;
     }
 
     // --- sliding window ---------------------------------------------------------------------
@@ -404,10 +407,19 @@ fn clip_vision_params(
     patch: u64,
     channels: u64,
 ) -> u64 {
+    let [h, inter, layers, image, patch, channels] =
+        [h, inter, layers, image, patch, channels].map(u128::from);
     let patches = (image / patch) * (image / patch);
     let embeddings = h + channels * patch * patch * h + (patches + 1) * h;
     let layer = 4 * (h * h + h) + 2 * 2 * h + (h * inter + inter) + (inter * h + h);
-    embeddings + 2 * h + layers * layer + 2 * h
+    saturate(embeddings + 2 * h + layers * layer + 2 * h)
+}
+
+/// A parameter count computed in `u128` (every input is bounded by `limits::MODEL_KEYS`, so
+/// the products stay far below 2^128), as `u64`, saturating: a count past `u64` is refused
+/// by the total-parameter check.
+fn saturate(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// Counts a SigLIP vision encoder (`SiglipVisionModel`): patch convolution with bias,
@@ -421,6 +433,8 @@ fn siglip_vision_params(
     channels: u64,
     head: bool,
 ) -> u64 {
+    let [h, inter, layers, image, patch, channels] =
+        [h, inter, layers, image, patch, channels].map(u128::from);
     let patches = (image / patch) * (image / patch);
     let embeddings = channels * patch * patch * h + h + patches * h;
     let mlp = (h * inter + inter) + (inter * h + h);
@@ -432,7 +446,7 @@ fn siglip_vision_params(
     } else {
         0
     };
-    embeddings + layers * layer + 2 * h + head_params
+    saturate(embeddings + layers * layer + 2 * h + head_params)
 }
 
 /// The language family of a wrapper's row.
@@ -459,34 +473,10 @@ fn parse_llava(r: &Reader) -> Option<ModelArch> {
     let vc = r.object("vision_config").unwrap_or(&empty);
     let vr = r.child(vc, "vision_config");
     // LlavaConfig's default vision tower: CLIP ViT-L/14 at 336 px.
-    let h = bounded(
-        &vr,
-        "hidden_size",
-        vr.count_or(&["hidden_size"], 1024),
-        1,
-        limits::MAX_HIDDEN,
-    )?;
-    let inter = bounded(
-        &vr,
-        "intermediate_size",
-        vr.count_or(&["intermediate_size"], 4096),
-        1,
-        limits::MAX_INTERMEDIATE,
-    )?;
-    let layers = bounded(
-        &vr,
-        "num_hidden_layers",
-        vr.count_or(&["num_hidden_layers"], 24),
-        1,
-        limits::MAX_LAYERS,
-    )?;
-    let image = bounded(
-        &vr,
-        "image_size",
-        vr.count_or(&["image_size"], 336),
-        1,
-        100_000,
-    )?;
+    let h = vr.count_or(&["hidden_size"], 1024);
+    let inter = vr.count_or(&["intermediate_size"], 4096);
+    let layers = vr.count_or(&["num_hidden_layers"], 24);
+    let image = vr.count_or(&["image_size"], 336);
     let patch = bounded(
         &vr,
         "patch_size",
@@ -501,7 +491,10 @@ fn parse_llava(r: &Reader) -> Option<ModelArch> {
     };
     let bias = r.boolean("multimodal_projector_bias", true) as u64;
     let th = a.hidden_size;
-    let projector = (h * feature_layers * th + bias * th) + (th * th + bias * th);
+    let projector = saturate(
+        (u128::from(h) * u128::from(feature_layers) * u128::from(th) + u128::from(bias * th))
+            + (u128::from(th) * u128::from(th) + u128::from(bias * th)),
+    );
     a.vision = Some(VisionTower {
         model_type: vr
             .string("model_type")
@@ -529,27 +522,9 @@ fn parse_qwen2_5_vl(r: &Reader) -> Option<ModelArch> {
     let vc = r.object("vision_config").unwrap_or(&empty);
     let vr = r.child(vc, "vision_config");
     // Qwen2_5_VLVisionConfig defaults (transformers 5.23).
-    let depth = bounded(
-        &vr,
-        "depth",
-        vr.count_or(&["depth"], 32),
-        1,
-        limits::MAX_LAYERS,
-    )?;
-    let h = bounded(
-        &vr,
-        "hidden_size",
-        vr.count_or(&["hidden_size"], 3584),
-        1,
-        limits::MAX_HIDDEN,
-    )?;
-    let inter = bounded(
-        &vr,
-        "intermediate_size",
-        vr.count_or(&["intermediate_size"], 3420),
-        1,
-        limits::MAX_INTERMEDIATE,
-    )?;
+    let depth = vr.count_or(&["depth"], 32);
+    let h = vr.count_or(&["hidden_size"], 3584);
+    let inter = vr.count_or(&["intermediate_size"], 3420);
     let channels = vr.count_or(&["in_channels", "in_chans"], 3);
     let patch = vr.count_or(&["patch_size", "spatial_patch_size"], 14);
     let temporal = vr.count_or(&["temporal_patch_size"], 2);
@@ -557,16 +532,19 @@ fn parse_qwen2_5_vl(r: &Reader) -> Option<ModelArch> {
     let merge = vr.count_or(&["spatial_merge_size"], 2);
     // Qwen2_5_VisionTransformerPretrainedModel: Conv3d patch embed (no bias); blocks of two
     // RMSNorms, qkv (bias), proj (bias), gated MLP with biases; merger: RMSNorm + two Linear.
+    let vision_h = h;
+    let [h, inter, depth_n, channels, patch, temporal, out, merge] =
+        [h, inter, depth, channels, patch, temporal, out, merge].map(u128::from);
     let block =
         2 * h + (h * 3 * h + 3 * h) + (h * h + h) + 2 * (h * inter + inter) + (inter * h + h);
     let m = h * merge * merge;
     let merger = h + (m * m + m) + (m * out + out);
     a.vision = Some(VisionTower {
         model_type: "qwen2_5_vl".into(),
-        hidden_size: h,
+        hidden_size: vision_h,
         num_hidden_layers: depth,
-        encoder_params: channels * temporal * patch * patch * h + depth * block,
-        projector_params: merger,
+        encoder_params: saturate(channels * temporal * patch * patch * h + depth_n * block),
+        projector_params: saturate(merger),
     });
     Some(a)
 }
@@ -580,34 +558,10 @@ fn parse_gemma3(r: &Reader) -> Option<ModelArch> {
     let vc = r.object("vision_config").unwrap_or(&empty);
     let vr = r.child(vc, "vision_config");
     // SiglipVisionConfig defaults (transformers 5.23).
-    let h = bounded(
-        &vr,
-        "hidden_size",
-        vr.count_or(&["hidden_size"], 768),
-        1,
-        limits::MAX_HIDDEN,
-    )?;
-    let inter = bounded(
-        &vr,
-        "intermediate_size",
-        vr.count_or(&["intermediate_size"], 3072),
-        1,
-        limits::MAX_INTERMEDIATE,
-    )?;
-    let layers = bounded(
-        &vr,
-        "num_hidden_layers",
-        vr.count_or(&["num_hidden_layers"], 12),
-        1,
-        limits::MAX_LAYERS,
-    )?;
-    let image = bounded(
-        &vr,
-        "image_size",
-        vr.count_or(&["image_size"], 224),
-        1,
-        100_000,
-    )?;
+    let h = vr.count_or(&["hidden_size"], 768);
+    let inter = vr.count_or(&["intermediate_size"], 3072);
+    let layers = vr.count_or(&["num_hidden_layers"], 12);
+    let image = vr.count_or(&["image_size"], 224);
     let patch = bounded(
         &vr,
         "patch_size",

@@ -139,10 +139,37 @@ fn typed_once(v: &Value) -> Result<Config, FieldError> {
                 path = format!("{path}.{key}");
             }
         }
+        // A bad value inside the tagged `engine` (a negative count) is also reported at
+        // the section: read the engine's options alone to find the key.
+        if path == "engine"
+            && let Some(inner) = v.get("engine").and_then(engine_error_path)
+        {
+            path = format!("engine.{inner}");
+        }
         // serde reports an unknown key at the path of the key itself.
         let value = lookup(v, &path).map(short).unwrap_or_default();
         FieldError::new(path, value, tidy(&msg))
     })
+}
+
+/// The path inside `engine` of the first error of its options, read as the options struct
+/// of its `type` (serde buffers an internally tagged enum and loses the inner path).
+fn engine_error_path(engine: &Value) -> Option<String> {
+    use crate::config::{DdpOptions, FsdpOptions, MegatronOptions, ZeroOptions};
+    fn first<T: serde::de::DeserializeOwned>(v: &Value) -> Option<String> {
+        let e = serde_path_to_error::deserialize::<_, T>(v).err()?;
+        Some(e.path().to_string()).filter(|p| p != ".")
+    }
+    let mut options = engine.as_object()?.clone();
+    let kind = options.remove("type")?;
+    let options = Value::Object(options);
+    match kind.as_str()? {
+        "ddp" => first::<DdpOptions>(&options),
+        "deepspeed" | "megatron_deepspeed" => first::<ZeroOptions>(&options),
+        "fsdp" => first::<FsdpOptions>(&options),
+        "megatron" => first::<MegatronOptions>(&options),
+        _ => None,
+    }
 }
 
 /// Finds the value at a dotted path (`training.seq_len`).

@@ -2,6 +2,7 @@
 //! family reads can be named) and collecting errors with their full field path.
 
 use crate::error::FieldError;
+use crate::limits;
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -55,9 +56,44 @@ impl<'a> Reader<'a> {
         self.used.borrow_mut().insert(key.to_string());
         self.map.get(key).filter(|v| !v.is_null())
     }
-    /// A non-negative integer (JSON number or numeric string such as "7B").
+    /// A non-negative integer (JSON number or numeric string such as "7B"), checked against
+    /// its row of [`limits::MODEL_KEYS`]: out of range is an error naming the key, and the
+    /// value is clamped into the range so that nothing computed before the errors are
+    /// returned overflows.
     pub fn count(&self, key: &str) -> Option<u64> {
         let v = self.get(key)?;
+        let u = self.count_unchecked(key, v)?;
+        let Some(row) = limits::model_key(key) else {
+            debug_assert!(
+                false,
+                "model key `{key}` has no range in limits::MODEL_KEYS"
+            );
+            return Some(u);
+        };
+        if !(row.min..=row.max).contains(&u) {
+            self.out_of_range(key, u, row.min, row.max);
+        }
+        Some(u.clamp(row.min, row.max))
+    }
+    /// Records that `key` (read as `v`) is outside `lo..=hi`, showing the value as written
+    /// (1e30, "2T"), not as saturated.
+    fn out_of_range(&self, key: &str, v: u64, lo: u64, hi: u64) {
+        // a key read twice (MLA head sizes: by the family and for head_dim) is reported once
+        let path = self.path(key);
+        if self.errors.borrow().iter().any(|e| e.field == path) {
+            return;
+        }
+        let shown = self.map.get(key).map_or(v.to_string(), |x| match x {
+            Value::String(s) => s.clone(),
+            x => x.to_string(),
+        });
+        self.errors.borrow_mut().push(FieldError::new(
+            path,
+            shown,
+            format!("must be a whole number from {lo} to {hi}"),
+        ));
+    }
+    fn count_unchecked(&self, key: &str, v: &Value) -> Option<u64> {
         match v {
             Value::Number(n) => {
                 if let Some(u) = n.as_u64() {
@@ -103,6 +139,15 @@ impl<'a> Reader<'a> {
             }
         }
         found
+    }
+    /// The key of `keys` the object gives (the first present), else the first: where an
+    /// error about the value read by [`Reader::count_any`] belongs.
+    pub fn present<'k>(&self, keys: &[&'k str]) -> &'k str {
+        keys.iter()
+            .find(|k| self.map.contains_key(**k))
+            .or(keys.first())
+            .copied()
+            .unwrap_or("")
     }
     pub fn count_or(&self, keys: &[&str], default: u64) -> u64 {
         self.count_any(keys).unwrap_or(default)
@@ -182,16 +227,7 @@ impl<'a> Reader<'a> {
 /// Checks a size against its allowed range; records an error and returns `None` if out.
 pub(crate) fn bounded(r: &Reader, key: &str, v: u64, lo: u64, hi: u64) -> Option<u64> {
     if v < lo || v > hi {
-        // the value as written (1e30, "2T"), not as saturated
-        let shown = r.map.get(key).map_or(v.to_string(), |x| match x {
-            Value::String(s) => s.clone(),
-            x => x.to_string(),
-        });
-        r.errors.borrow_mut().push(FieldError::new(
-            r.path(key),
-            shown,
-            format!("must be a whole number from {lo} to {hi}"),
-        ));
+        r.out_of_range(key, v, lo, hi);
         None
     } else {
         Some(v)

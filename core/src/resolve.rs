@@ -283,8 +283,9 @@ pub(crate) fn split_layers(
         (None, Some(l)) => (layers.saturating_sub(l) / (pp - 1), l),
         (None, None) => (even, even),
     };
-    let rest = layers.saturating_sub(f + l);
-    let ok = f + l <= layers
+    // saturating: the stage sizes' own range errors are reported with the layout's
+    let rest = layers.saturating_sub(f.saturating_add(l));
+    let ok = f.saturating_add(l) <= layers
         && f >= 1
         && l >= 1
         && if middles == 0 {
@@ -412,8 +413,10 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
     let inf = config.inference.clone().unwrap_or_default();
     e.range("inference.batch_size", inf.batch_size, 1, limits::MAX_BATCH);
     e.range("inference.context_len", inf.context_len, 1, limits::MAX_SEQ);
+    // prompt and kept logits: at most the context (itself within its range)
+    let context_bound = inf.context_len.clamp(1, limits::MAX_SEQ);
     if let Some(p) = inf.prompt_len {
-        e.range("inference.prompt_len", p, 1, inf.context_len.max(1));
+        e.range("inference.prompt_len", p, 1, context_bound);
     }
     if let Some(c) = inf.prefill_chunk {
         e.range("inference.prefill_chunk", c, 1, limits::MAX_SEQ);
@@ -423,7 +426,7 @@ fn check_inference(config: &Config, arch: Option<&ModelArch>, tp: u64, e: &mut E
         "inference.logits_to_keep",
         inf.logits_to_keep,
         0,
-        inf.context_len.max(1),
+        context_bound,
     );
     e.range(
         "inference.group_size",
@@ -506,9 +509,12 @@ fn check_lora(
             "must be a number from 0 to below 1",
         );
     }
-    if !lora.alpha.is_finite() {
-        e.add("training.lora.alpha", lora.alpha, "must be a number");
-    }
+    e.frange(
+        "training.lora.alpha",
+        lora.alpha,
+        0.0,
+        limits::MAX_LORA_ALPHA,
+    );
     if !engine.model().supports_lora() {
         e.add("training.lora", "{...}", "LoRA is modelled for the ddp, deepspeed and fsdp engines (PEFT on Hugging Face models)");
     }
@@ -838,6 +844,25 @@ fn resolve_layout(
         ok &= e.range("hardware.num_gpus", n, 1, limits::MAX_GPUS);
     }
     ok &= e.range("hardware.gpus_per_node", hw.gpus_per_node, 1, 1024);
+    // layer counts: their relation to the model's layers is checked with the model
+    for (f, v) in [
+        (
+            "parallelism.virtual_pipeline_parallel_size",
+            p.virtual_pipeline_parallel_size,
+        ),
+        (
+            "parallelism.first_pipeline_stage_layers",
+            p.first_pipeline_stage_layers,
+        ),
+        (
+            "parallelism.last_pipeline_stage_layers",
+            p.last_pipeline_stage_layers,
+        ),
+    ] {
+        if let Some(v) = v {
+            e.range(f, v, 1, limits::MAX_LAYERS);
+        }
+    }
     if !ok {
         return None;
     }
@@ -1094,16 +1119,24 @@ fn check_layout_for_model(
 
 /// An upper bound of the elements one micro-batch's tensors span over all layers:
 /// `batch x seq` tokens times the widest per-token tensor (hidden, intermediate, the
-/// routed experts' intermediates, the vocabulary's logits, and under eager attention the
-/// `heads x seq` scores) times the layers, in `u128` (saturating).
-fn activation_elems_bound(batch: u64, seq: u64, a: &ModelArch, eager_attention: bool) -> u128 {
+/// routed experts' intermediates, the vocabulary's logits, under eager attention the
+/// `heads x seq` scores, and under SDPA with a sliding window the `seq`-wide mask row that
+/// each sliding layer keeps, `activations::sliding_mask_bytes`) times the layers, in
+/// `u128` (saturating).
+fn activation_elems_bound(
+    batch: u64,
+    seq: u64,
+    a: &ModelArch,
+    attention: crate::config::Attention,
+) -> u128 {
+    use crate::config::Attention;
     let experts = a.moe.as_ref().map_or(0, |m| {
         u128::from(m.moe_intermediate_size) * u128::from(m.num_experts_per_tok)
     });
-    let scores = if eager_attention {
-        u128::from(a.num_attention_heads) * u128::from(seq)
-    } else {
-        0
+    let scores = match attention {
+        Attention::Eager => u128::from(a.num_attention_heads) * u128::from(seq),
+        Attention::Sdpa if a.sliding_window.is_some() => u128::from(seq),
+        _ => 0,
     };
     let width = [
         u128::from(a.hidden_size),
@@ -1138,8 +1171,7 @@ fn check_activation_size(
     a: &ModelArch,
 ) {
     let (batch_key, batch, seq_key, seq) = size;
-    let eager = attention == crate::config::Attention::Eager;
-    let n = activation_elems_bound(batch, seq, a, eager);
+    let n = activation_elems_bound(batch, seq, a, attention);
     if n > limits::MAX_ACTIVATION_ELEMS {
         e.add(
             format!("{section}.{seq_key}"),
@@ -1148,7 +1180,11 @@ fn check_activation_size(
                 "{batch_key} {batch} x {seq_key} {seq} is past what the memory model computes: one {}batch's tensors would span about 2^{} elements (the bound is 2^56){}",
                 if section == "training" { "micro-" } else { "" },
                 127 - n.leading_zeros(),
-                if eager { "; eager attention keeps a heads x seq x seq score matrix" } else { "" }
+                match attention {
+                    crate::config::Attention::Eager => "; eager attention keeps a heads x seq x seq score matrix",
+                    crate::config::Attention::Sdpa if a.sliding_window.is_some() => "; SDPA with a sliding-window mask keeps a seq x seq mask per sliding layer",
+                    _ => "",
+                }
             ),
         );
     }

@@ -550,7 +550,34 @@ fn out_of_range_parallel_sizes_never_overflow_the_layout_checks() {
                "parallelism": {"pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 1u64 << 63}}),
         "parallelism.virtual_pipeline_parallel_size",
     );
-    assert!(e.message.contains("18446744073709551616"), "{e}");
+    assert!(e.message.contains("from 1 to 10000"), "{e}");
+    // and first + last stage layers of 2^63 each in the uneven split (found reading the
+    // bounds table: the stage sizes had no range of their own)
+    let e = error_at(
+        json!({"model": {"preset": "llama-2-7b"}, "engine": {"type": "megatron"}, "hardware": {"num_gpus": 4},
+               "parallelism": {"pipeline_parallel_size": 4, "first_pipeline_stage_layers": 1u64 << 63,
+                               "last_pipeline_stage_layers": 1u64 << 63}}),
+        "parallelism.first_pipeline_stage_layers",
+    );
+    assert!(e.message.contains("from 1 to 10000"), "{e}");
+}
+
+#[test]
+fn out_of_range_model_keys_never_overflow_the_parameter_counts() {
+    // found reading the bounds table: keys without a range overflowed while the model was
+    // read (a panic in a debug build, a wrapped count in release); each is now a range
+    // error at the key (limits::MODEL_KEYS)
+    let e = error_at(
+        json!({"model": {"model_type": "llava", "vision_config": {"num_channels": u64::MAX}}}),
+        "model.vision_config.num_channels",
+    );
+    assert!(e.message.contains("from 1 to 32"), "{e}");
+    // MLA: qk_nope_head_dim + qk_rope_head_dim, reported once each and not as a head_dim
+    let errors = errors_of(json!({"model": {"model_type": "deepseek_v3",
+        "qk_nope_head_dim": u64::MAX, "qk_rope_head_dim": u64::MAX}}));
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["model.qk_nope_head_dim", "model.qk_rope_head_dim"]);
+    assert!(errors[0].message.contains("from 1 to 65536"), "{errors:?}");
 }
 
 #[test]

@@ -5,10 +5,12 @@
 mod common;
 use common::*;
 
-use calc_core::fields::{Context, Kind, Task, fields};
+use calc_core::fields::{Context, Kind, NumericInput, Origin, Task, fields, numeric_inputs};
+use calc_core::limits;
 use serde_json::{Value, json};
 
-/// A valid document in which `path` applies, with `value` set at `path`.
+/// A valid document in which the form field or hardware size at `path` applies, with
+/// `value` set at `path`.
 fn doc_for(path: &str, value: Value) -> Value {
     let mut doc = if path.starts_with("inference.") {
         let runtime = match path {
@@ -16,14 +18,23 @@ fn doc_for(path: &str, value: Value) -> Value {
             | "inference.max_num_batched_tokens"
             | "inference.max_num_seqs"
             | "inference.max_model_len" => "vllm",
+            "inference.mem_fraction_static" | "inference.chunked_prefill_size" => "sglang",
             _ => "hf",
         };
+        // the longest context, so that a prompt or kept logits may reach their own bound
+        let context = match path {
+            "inference.prompt_len" | "inference.logits_to_keep" => limits::MAX_SEQ,
+            _ => 4096,
+        };
         json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
-               "inference": {"engine": runtime, "weight_format": "int4", "context_len": 4096},
+               "inference": {"engine": runtime, "weight_format": "int4", "context_len": context},
                "hardware": {"num_gpus": 1}})
     } else {
         let engine = match path {
             "engine.bucket_cap_mb" => json!({"type": "ddp"}),
+            "engine.hybrid_shard_group_size" => {
+                json!({"type": "fsdp", "fsdp_version": 1, "sharding_strategy": "HYBRID_SHARD"})
+            }
             p if p.starts_with("engine.") => json!({"type": "deepspeed", "zero_stage": 3}),
             _ => json!({"type": "megatron"}),
         };
@@ -34,64 +45,210 @@ fn doc_for(path: &str, value: Value) -> Value {
         doc["training"]["lora"] = json!({});
         doc["engine"] = json!({"type": "ddp"});
     }
+    if path == "model.num_parameters" {
+        doc["model"] = json!({});
+    }
     set_at(&mut doc, path, value);
     doc
 }
 
-fn errors_at(path: &str, value: Value) -> Vec<String> {
-    errors_of(doc_for(path, value))
+/// A `config.json` of a family that reads the model key `key`, with `value` at `key`, as
+/// the document's `model.hf_config`; and the path the key has there. Other sizes are set so
+/// that the key's own range is the only bound at its extremes (65 536 heads for the KV
+/// heads, 65 536 experts for the experts per token, the largest image for the patch).
+fn model_doc_for(key: &str, value: Value) -> (Value, String) {
+    let (mut hf, section) = match key {
+        "n_embd" | "n_layer" | "n_head" | "n_positions" | "n_inner" => {
+            (json!({"model_type": "gpt2"}), None)
+        }
+        "num_layers"
+        | "padded_vocab_size"
+        | "seq_length"
+        | "ffn_hidden_size"
+        | "kv_channels"
+        | "multi_query_group_num" => (
+            json!({"model_type": "chatglm", "multi_query_attention": true,
+                   "num_attention_heads": 65536, "kv_channels": 128}),
+            None,
+        ),
+        "num_kv_heads" | "num_ln_in_parallel_attn" => (
+            json!({"model_type": "falcon", "new_decoder_architecture": true,
+                   "num_attention_heads": 65536, "hidden_size": 1048576}),
+            None,
+        ),
+        "q_lora_rank"
+        | "kv_lora_rank"
+        | "qk_nope_head_dim"
+        | "qk_rope_head_dim"
+        | "v_head_dim"
+        | "num_nextn_predict_layers"
+        | "n_routed_experts"
+        | "n_shared_experts"
+        | "first_k_dense_replace"
+        | "moe_layer_freq" => (json!({"model_type": "deepseek_v3"}), None),
+        "num_local_experts" => (
+            json!({"model_type": "deepseek_v2", "n_routed_experts": null}),
+            None,
+        ),
+        "experts_per_token" => (
+            json!({"model_type": "gpt_oss", "num_local_experts": 65536}),
+            None,
+        ),
+        "num_experts"
+        | "num_experts_per_tok"
+        | "moe_intermediate_size"
+        | "shared_expert_intermediate_size"
+        | "decoder_sparse_step" => (
+            json!({"model_type": "qwen2_moe", "num_experts": 65536}),
+            None,
+        ),
+        "sliding_window" => (json!({"model_type": "mistral"}), None),
+        "sliding_window_pattern" => (json!({"model_type": "gemma3_text"}), None),
+        "max_window_layers" => (
+            json!({"model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096}),
+            None,
+        ),
+        "depth"
+        | "in_channels"
+        | "in_chans"
+        | "spatial_patch_size"
+        | "temporal_patch_size"
+        | "spatial_merge_size"
+        | "out_hidden_size" => (
+            json!({"model_type": "qwen2_5_vl", "vision_config": {}}),
+            Some("vision_config"),
+        ),
+        "image_size" | "patch_size" | "num_channels" => (
+            json!({"model_type": "llava", "vision_config": {"image_size": limits::MAX_IMAGE_SIZE}}),
+            Some("vision_config"),
+        ),
+        "num_key_value_heads" => (
+            json!({"model_type": "llama", "num_attention_heads": 65536, "head_dim": 128}),
+            None,
+        ),
+        _ => (json!({"model_type": "llama"}), None),
+    };
+    let at = match section {
+        Some(s) => {
+            hf[s][key] = value;
+            format!("model.hf_config.{s}.{key}")
+        }
+        None => {
+            hf[key] = value;
+            format!("model.hf_config.{key}")
+        }
+    };
+    let doc = json!({"model": {"hf_config": hf}, "engine": {"type": "ddp"},
+                     "hardware": {"num_gpus": 1}});
+    (doc, at)
+}
+
+/// The messages of the errors at `path` of the document with `value` at `path` (for a
+/// model key: at the key in `model.hf_config`).
+fn errors_at(input: &NumericInput, key: &str, value: Value) -> Vec<String> {
+    let (doc, at) = match input.origin {
+        Origin::ModelKey => model_doc_for(key, value),
+        _ => (doc_for(&input.path, value), input.path.clone()),
+    };
+    errors_of(doc)
         .into_iter()
-        .filter(|e| e.field == path)
+        .filter(|e| e.field == at)
         .map(|e| e.message)
         .collect()
 }
 
-fn number(kind: Kind, x: f64) -> Value {
-    match kind {
-        Kind::Count => json!(x as u64),
-        _ => json!(x),
+/// A value of the input: a count as an integer, a memory size as bytes with a unit, any
+/// other number as is.
+fn number(input: &NumericInput, x: f64) -> Value {
+    match (input.origin, input.whole) {
+        (Origin::Hardware, _) => json!(format!("{}B", x as u64)),
+        (_, true) => json!(x as u64),
+        (_, false) => json!(x),
     }
 }
 
 #[test]
-fn the_bounds_are_the_ones_validation_enforces() {
-    let mut checked = 0;
+fn every_numeric_input_is_bounded_at_both_ends_and_one_past() {
+    // every numeric field of the form is in the table (it has bounds)
     for f in fields() {
-        let Some(b) = f.bounds else { continue };
-        let step = if f.kind == Kind::Count { 1.0 } else { 1e-6 };
-        // just outside each bound, or at an open bound: an error naming the field
-        let below = if b.min_open { b.min } else { b.min - step };
-        let above = if b.max_open { b.max } else { b.max + step };
-        if below >= 0.0 {
+        if matches!(f.kind, Kind::Count | Kind::Number) {
             assert!(
-                !errors_at(f.path, number(f.kind, below)).is_empty(),
-                "{} = {below} passes validation, below the table's bounds {b:?}",
+                f.bounds.is_some(),
+                "{} is numeric and has no bounds",
                 f.path
             );
         }
-        assert!(
-            !errors_at(f.path, number(f.kind, above)).is_empty(),
-            "{} = {above} passes validation, above the table's bounds {b:?}",
-            f.path
-        );
-        // inside: no range error (other checks of the same field may still apply at the
-        // extremes, e.g. a TP size that does not divide the heads)
-        let lowest = if b.min_open { b.min + step } else { b.min };
-        let highest = if b.max_open { b.max - step } else { b.max };
-        for inside in [lowest, highest] {
-            let range_errors: Vec<String> = errors_at(f.path, number(f.kind, inside))
-                .into_iter()
-                .filter(|m| m.contains(" from ") || m.contains("at most") || m.contains("above"))
-                .collect();
-            assert!(
-                range_errors.is_empty(),
-                "{} = {inside} is inside the table's bounds {b:?}, but: {range_errors:?}",
-                f.path
-            );
-        }
-        checked += 1;
     }
-    assert!(checked >= 25, "{checked} bounded fields");
+    let mut checked = 0;
+    for input in numeric_inputs() {
+        let b = input.bounds;
+        let step = if input.whole { 1.0 } else { 1e-6 };
+        let keys: Vec<&str> = match input.origin {
+            Origin::ModelKey => std::iter::once(&input.path["model.".len()..])
+                .chain(input.aliases.iter().copied())
+                .collect(),
+            _ => vec![input.path.as_str()],
+        };
+        for key in keys {
+            // just outside each bound, or at an open bound: an error naming the input
+            let below = if b.min_open { b.min } else { b.min - step };
+            let above = if b.max_open { b.max } else { b.max + step };
+            let below = if below < 0.0 {
+                json!(-1)
+            } else {
+                number(&input, below)
+            };
+            assert!(
+                !errors_at(&input, key, below.clone()).is_empty(),
+                "{} ({key}) = {below} passes validation, below the table's bounds {b:?}",
+                input.path
+            );
+            let above = number(&input, above);
+            let errors = errors_at(&input, key, above.clone());
+            assert!(
+                !errors.is_empty(),
+                "{} ({key}) = {above} passes validation, above the table's bounds {b:?}",
+                input.path
+            );
+            // inside, at both ends: no error stating a range (other checks of the same
+            // input may still apply at the extremes, e.g. a TP size that does not divide
+            // the heads; they state no range)
+            let lowest = if b.min_open { b.min + step } else { b.min };
+            let highest = if b.max_open { b.max - step } else { b.max };
+            for inside in [lowest, highest] {
+                let v = number(&input, inside);
+                let range_errors: Vec<String> = errors_at(&input, key, v.clone())
+                    .into_iter()
+                    .filter(|m| {
+                        m.contains(" from ") || m.contains("at most") || m.contains("above")
+                    })
+                    .collect();
+                assert!(
+                    range_errors.is_empty(),
+                    "{} ({key}) = {v} is inside the table's bounds {b:?}, but: {range_errors:?}",
+                    input.path
+                );
+            }
+            checked += 1;
+        }
+    }
+    // 40 numeric form fields, 2 hardware sizes, the stated size, and 32 model keys read
+    // under 51 names
+    assert_eq!(checked, 94, "inputs checked");
+}
+
+#[test]
+fn bounds_md_is_the_table() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../BOUNDS.md");
+    let want = calc_core::fields::bounds_markdown();
+    if std::env::var_os("GOLDEN_UPDATE").is_some() {
+        std::fs::write(path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == want,
+        "BOUNDS.md differs from fields::numeric_inputs(); run GOLDEN_UPDATE=1 cargo test -p calc-core --test fields"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use super::{States, shard};
 use crate::config::{FsdpOptions, ShardingStrategy};
 use crate::error::Errors;
+use crate::limits;
 use crate::placement::RankParams;
 use crate::precision::StateBytes;
 use crate::problem::{Layout, Resolved};
@@ -41,7 +42,9 @@ impl FsdpOptions {
         }
     }
     pub(super) fn validate1(&self, layout: Option<&Layout>, e: &mut Errors) {
-        if let Some(g) = self.hybrid_shard_group_size {
+        if let Some(g) = self.hybrid_shard_group_size
+            && e.range("engine.hybrid_shard_group_size", g, 1, limits::MAX_GPUS)
+        {
             if self.strategy() != ShardingStrategy::HybridShard {
                 e.add(
                     "engine.hybrid_shard_group_size",
@@ -49,7 +52,7 @@ impl FsdpOptions {
                     "only applies to sharding_strategy HYBRID_SHARD",
                 );
             } else if let Some(l) = layout
-                && (g == 0 || l.data_parallel_size % g != 0)
+                && !l.data_parallel_size.is_multiple_of(g)
             {
                 e.add(
                     "engine.hybrid_shard_group_size",

@@ -93,15 +93,22 @@ impl ZeroOptions {
                 "engine.stage3_max_live_parameters",
                 self.stage3_max_live_parameters,
             ),
+            ("engine.sub_group_size", self.sub_group_size),
         ] {
             e.range(f, v, 1, limits::MAX_PARAMS);
         }
-        e.range(
-            "engine.stage3_max_reuse_distance",
-            self.stage3_max_reuse_distance,
-            0,
-            limits::MAX_PARAMS,
-        );
+        for (f, v) in [
+            (
+                "engine.stage3_max_reuse_distance",
+                self.stage3_max_reuse_distance,
+            ),
+            (
+                "engine.stage3_param_persistence_threshold",
+                self.stage3_param_persistence_threshold,
+            ),
+        ] {
+            e.range(f, v, 0, limits::MAX_PARAMS);
+        }
     }
 
     /// Parameter elements ZeRO-3 holds gathered at once. From the second step on, the

@@ -1,7 +1,10 @@
 // Service worker: after one visit the app loads with the network off.
 // Install: cache index.html and every asset it references (Trunk's hashed .js/.wasm/.css).
-// Navigations: network first (a new deploy is picked up, an older deploy's assets are
-// dropped from the cache), the cached page when offline.
+// Navigations: network first, the cached page when offline. A new deploy's page replaces
+// the cached one only once every asset it references is cached too; then the older
+// deploy's assets are dropped. Until then the cached page and its assets stay whole, so a
+// connection lost in the middle of a deploy's first load still leaves a working offline
+// copy (tests/e2e "offline after a deploy").
 // Assets: cache first (their names change with their content), stored as they are fetched.
 // The reference suite (fetched by the accuracy panel; names without a hash): cached at
 // install with the page, then network first like the page, the cached copy when offline.
@@ -27,6 +30,21 @@ async function prune(cache, html) {
   for (const req of await cache.keys()) {
     if (req.url !== INDEX && !DATA.includes(req.url) && !keep.has(req.url)) await cache.delete(req);
   }
+}
+
+// Makes `resp` (a freshly fetched index.html) the cached page once all of its assets are
+// cached, then prunes the rest; leaves the cache as it was if any asset cannot be fetched.
+async function adopt(cache, resp) {
+  const html = await resp.clone().text();
+  try {
+    const missing = [];
+    for (const url of assetsOf(html)) if (!(await cache.match(url))) missing.push(url);
+    await cache.addAll(missing);
+  } catch (e) {
+    return;
+  }
+  await cache.put(INDEX, resp);
+  await prune(cache, html);
 }
 
 self.addEventListener('install', (event) => {
@@ -70,10 +88,7 @@ self.addEventListener('fetch', (event) => {
       const cache = await caches.open(CACHE);
       try {
         const resp = await fetch(req);
-        if (resp.ok) {
-          await cache.put(INDEX, resp.clone());
-          event.waitUntil(resp.clone().text().then(html => prune(cache, html)));
-        }
+        if (resp.ok) event.waitUntil(adopt(cache, resp.clone()));
         return resp;
       } catch (e) {
         return (await cache.match(INDEX)) || Response.error();

@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, symlinkSync, readFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, symlinkSync, readFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -837,6 +838,89 @@ test('offline: after one visit the app loads with the server gone', async () => 
   await page.locator('#accuracy-summary tbody tr').first().waitFor();
   assert.equal(await page.locator('#accuracy-error').count(), 0);
   await context.close();
+});
+
+test('offline after a deploy: a deploy whose first load is cut keeps the old copy working offline', async () => {
+  // two deploys of the site: v1 is dist/; v2 is the same build with every hashed asset
+  // renamed (what a new build does), its references rewritten
+  const v2 = mkdtempSync(path.join(tmpdir(), 'deploy2-'));
+  const files = readdirSync(DIST);
+  const renamed = new Map(files.filter(f => /-[0-9a-f]{8,}(_bg)?\.(js|wasm|css)$/.test(f))
+    .map(f => [f, f.replace(/-([0-9a-f]{8,})/, '-$1v2')]));
+  for (const f of files) {
+    let data = readFileSync(path.join(DIST, f));
+    if (/\.(html|js)$/.test(f)) {
+      let text = data.toString();
+      for (const [a, b] of renamed) text = text.split(a).join(b);
+      data = Buffer.from(text);
+    }
+    writeFileSync(path.join(v2, renamed.get(f) ?? f), data);
+  }
+  assert.ok(renamed.size >= 3, `hashed assets renamed: ${[...renamed.keys()]}`);
+  // a server whose deploy can be switched, whose assets can fail (a connection lost after
+  // the page arrived) and which can go away entirely
+  const state = { root: DIST, assetsDown: false, down: false };
+  const types = { html: 'text/html', js: 'text/javascript', wasm: 'application/wasm', css: 'text/css', json: 'application/json', jsonl: 'text/plain' };
+  const srv = http.createServer((req, res) => {
+    if (state.down) { req.socket.destroy(); return; }
+    const name = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '') || 'index.html';
+    const ext = name.split('.').pop();
+    if (state.assetsDown && /^(js|wasm|css)$/.test(ext)) { res.writeHead(503); res.end(); return; }
+    try {
+      const body = readFileSync(path.join(state.root, path.basename(name)));
+      res.writeHead(200, { 'content-type': types[ext] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
+      res.end(body);
+    } catch { res.writeHead(404); res.end(); }
+  });
+  await new Promise(r => srv.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${srv.address().port}/`;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  const cachedPage = () => page.evaluate(async () => {
+    const r = await caches.match(new URL('./', location.href).href);
+    return r ? r.text() : '';
+  });
+  // 1. a visit to v1: the service worker caches it
+  await page.goto(origin);
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  await page.evaluate(async () => { await navigator.serviceWorker.ready; });
+  assert.equal(await page.locator('#boot').count(), 0, 'the loading message is gone once the app runs');
+  // 2. v2 is deployed; its page arrives but its assets do not: the page says so (never
+  // blank), and the cached copy stays v1's
+  Object.assign(state, { root: v2, assetsDown: true });
+  await page.reload();
+  await page.locator('#boot', { hasText: 'could not load' }).waitFor();
+  await page.screenshot({ path: path.join(OUT, 'deploy-cut.png') });
+  assert.ok(!(await cachedPage()).includes('v2'), 'the cut deploy did not replace the cached page');
+  // 3. offline now: v1 from the cache, working
+  state.down = true;
+  errors.length = 0;
+  await page.reload();
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  assert.ok(await page.locator('#chart svg rect').count() > 5, 'v1 works offline');
+  // 4. back online: v2 loads whole and becomes the cached copy, v1's assets are dropped
+  Object.assign(state, { down: false, assetsDown: false });
+  await page.reload();
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  await page.waitForFunction(async () => {
+    const r = await caches.match(new URL('./', location.href).href);
+    return r && (await r.text()).includes('v2');
+  });
+  await page.waitForFunction(async (old) => {
+    const keys = (await (await caches.open('gpu-mem-calc-v1')).keys()).map(r => r.url);
+    return !keys.some(u => old.some(o => u.endsWith(o)));
+  }, [...renamed.keys()]);
+  // 5. offline again: v2 from the cache, working, the saved configuration kept
+  state.down = true;
+  await page.reload();
+  await page.locator('#verdict', { hasText: /Fits|Does not fit/ }).waitFor();
+  assert.ok(await page.locator('#chart svg rect').count() > 5, 'v2 works offline');
+  assert.ok((await page.content()).includes('v2'), 'the page is v2');
+  assert.deepEqual(errors, []);
+  await context.close();
+  srv.close();
 });
 
 test('hostile browser state: unreadable, oversized and old saved configurations, hostile links, storage full, two tabs', async () => {

@@ -131,6 +131,16 @@ pub(crate) fn parse_model_section(
         }
         arch
     };
+    if wrapped {
+        // the section's keys override the wrapper's text_config: an error there is reported
+        // at the section's key, where the user gives (or would give) it
+        let nested = format!("{prefix}.text_config.");
+        for e in errors.borrow_mut().iter_mut() {
+            if let Some(key) = e.field.strip_prefix(&nested) {
+                e.field = format!("{prefix}.{key}");
+            }
+        }
+    }
     finish(arch, errors)
 }
 

@@ -563,6 +563,17 @@ fn out_of_range_parallel_sizes_never_overflow_the_layout_checks() {
 }
 
 #[test]
+fn an_override_of_a_wrapped_model_is_reported_where_it_was_given() {
+    // found by the properties once the generator overrode model keys: the section's keys
+    // go into LLaVA's text_config, and the error named model.text_config.num_attention_heads
+    let e = error_at(
+        json!({"model": {"preset": "llava-1.5-7b", "num_attention_heads": 8192}}),
+        "model.num_attention_heads",
+    );
+    assert!(e.message.contains("must divide hidden_size (4096)"), "{e}");
+}
+
+#[test]
 fn out_of_range_model_keys_never_overflow_the_parameter_counts() {
     // found reading the bounds table: keys without a range overflowed while the model was
     // read (a panic in a debug build, a wrapped count in release); each is now a range

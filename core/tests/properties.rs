@@ -145,14 +145,16 @@ fn known_paths(doc: &Value) -> std::collections::BTreeSet<String> {
     ] {
         paths.insert(s.into());
     }
-    for k in [
-        "hardware.gpu_memory_gb",
-        "hardware.cpu_memory_gb",
-        "model.preset",
-        "model.name",
-        "model.num_parameters",
-    ] {
+    for k in ["model.preset", "model.name"] {
         paths.insert(k.into());
+    }
+    // every numeric input of the table, the model's config.json keys under all their names
+    // (an error about a preset's size names the key that overrides it)
+    for i in calc_core::fields::numeric_inputs() {
+        for a in i.aliases {
+            paths.insert(format!("model.{a}"));
+        }
+        paths.insert(i.path);
     }
     fn walk(v: &Value, at: String, out: &mut std::collections::BTreeSet<String>) {
         if let Value::Object(m) = v {

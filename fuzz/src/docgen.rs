@@ -191,6 +191,31 @@ impl<'a> Arbitrary<'a> for ArbitraryDoc {
             let dp = 1u64 << u.int_in_range(0..=4u32)?;
             set_path(&mut doc, "hardware.num_gpus", json!(model_parallel * dp));
         }
+        // one document in four overrides some of the preset's numeric config.json keys
+        // (`limits::MODEL_KEYS`): typical sizes, or, when hostile, a bound, one past it, an
+        // alias of another family or any number. Last, and off when the input is used up,
+        // so that the documents of shorter inputs (the committed regressions) stay the same.
+        if !u.ratio(3, 4)? {
+            for _ in 0..u.int_in_range(1..=3u8)? {
+                let row = u.choose(calc_core::limits::MODEL_KEYS)?;
+                let key = if hostile {
+                    *u.choose(row.keys)?
+                } else {
+                    row.keys[0]
+                };
+                let v = if hostile {
+                    match u.int_in_range(0..=3u8)? {
+                        0 => row.min,
+                        1 => row.max,
+                        2 => row.max.saturating_add(1),
+                        _ => u.arbitrary::<u64>()?,
+                    }
+                } else {
+                    (1u64 << u.int_in_range(0..=14u32)?).clamp(row.min.max(1), row.max)
+                };
+                set_path(&mut doc, &format!("model.{key}"), json!(v));
+            }
+        }
         Ok(ArbitraryDoc(Value::Object(doc)))
     }
 }

@@ -127,7 +127,10 @@ fn dom_id(path: &str) -> String {
 pub fn run() {
     console_error_panic_hook::set_once();
     // index.html's loading message (it says what failed when the app cannot load)
-    if let Some(boot) = window().document().and_then(|d| d.get_element_by_id("boot")) {
+    if let Some(boot) = window()
+        .document()
+        .and_then(|d| d.get_element_by_id("boot"))
+    {
         boot.remove();
     }
     leptos::mount::mount_to_body(App);

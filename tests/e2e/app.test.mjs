@@ -1033,7 +1033,13 @@ test('hostile browser state: unreadable, oversized and old saved configurations,
     const { page, errors } = await openPage(context);
     await page.fill('#training-micro_batch_size', '6');
     await page.locator('#status', { hasText: 'Not saved' }).waitFor();
-    await page.waitForFunction(() => location.hash.startsWith('#c=1.'));
+    // the link holds the edit (not the link written at load, before it)
+    await page.waitForFunction(() => {
+      const m = location.hash.match(/^#c=1\.([^&]*)/);
+      if (!m) return false;
+      const doc = JSON.parse(atob(m[1].replace(/-/g, '+').replace(/_/g, '/')));
+      return doc.training && doc.training.micro_batch_size === 6;
+    });
     const link = await page.evaluate(() => location.href);
     const p2 = await (await browser.newContext()).newPage();
     await p2.goto(link);

@@ -13,7 +13,6 @@
 mod docgen;
 
 use calc_core::Config;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -33,9 +32,7 @@ fn config_of(target: &str, bytes: &[u8]) -> Option<Config> {
             let text = std::str::from_utf8(bytes).ok()?;
             calc_core::parse_hf_config_str(text).ok()?;
             let hf: serde_json::Value = serde_json::from_str(text).ok()?;
-            Config::from_value(json!({"model": {"hf_config": hf},
-                                      "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}}))
-            .ok()
+            Config::from_value(docgen::hf_config_document(hf)).ok()
         }
         _ => None,
     }

@@ -296,13 +296,18 @@ pub struct Bounds {
     pub max_open: bool,
 }
 
-const fn range(min: u64, max: u64) -> Option<Bounds> {
-    Some(Bounds {
+/// The closed range `[min, max]` of a whole number.
+const fn closed(min: u64, max: u64) -> Bounds {
+    Bounds {
         min: min as f64,
         max: max as f64,
         min_open: false,
         max_open: false,
-    })
+    }
+}
+
+const fn range(min: u64, max: u64) -> Option<Bounds> {
+    Some(closed(min, max))
 }
 
 /// One input of the form.
@@ -543,12 +548,6 @@ pub struct NumericInput {
 /// `core/tests/fields.rs`) and `BOUNDS.md` shows: the form's fields, the hardware's memory
 /// sizes, the model's stated size and every numeric `config.json` key a family reads.
 pub fn numeric_inputs() -> Vec<NumericInput> {
-    let bytes = |min: u64, max: u64| Bounds {
-        min: min as f64,
-        max: max as f64,
-        min_open: false,
-        max_open: false,
-    };
     let mut out: Vec<NumericInput> = fields()
         // every Count and Number field has bounds (`core/tests/fields.rs`)
         .filter_map(|f| Some((f, f.bounds?)))
@@ -571,7 +570,7 @@ pub fn numeric_inputs() -> Vec<NumericInput> {
             aliases: &[],
             unit: "bytes",
             whole: true,
-            bounds: bytes(1, limits::MAX_GPU_MEMORY),
+            bounds: closed(1, limits::MAX_GPU_MEMORY),
             note: "given in GB (10^9 bytes) or with a unit (\"80GiB\"); default: the GPU preset's",
             origin: Origin::Hardware,
         },
@@ -580,7 +579,7 @@ pub fn numeric_inputs() -> Vec<NumericInput> {
             aliases: &[],
             unit: "bytes",
             whole: true,
-            bounds: bytes(1, limits::MAX_CPU_MEMORY),
+            bounds: closed(1, limits::MAX_CPU_MEMORY),
             note: "per node; given in GB or with a unit (\"2TiB\"); default: the GPU preset's typical node",
             origin: Origin::Hardware,
         },
@@ -589,7 +588,7 @@ pub fn numeric_inputs() -> Vec<NumericInput> {
             aliases: &[],
             unit: "parameters",
             whole: true,
-            bounds: bytes(1, limits::MAX_PARAMS),
+            bounds: closed(1, limits::MAX_PARAMS),
             note: "a count such as 7000000000 or \"7B\"; the architecture's own count has the same bound",
             origin: Origin::Model,
         },
@@ -599,7 +598,7 @@ pub fn numeric_inputs() -> Vec<NumericInput> {
         aliases: &k.keys[1..],
         unit: "",
         whole: true,
-        bounds: bytes(k.min, k.max),
+        bounds: closed(k.min, k.max),
         note: k.note,
         origin: Origin::ModelKey,
     }));

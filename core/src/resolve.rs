@@ -1117,27 +1117,37 @@ fn check_layout_for_model(
     }
 }
 
-/// An upper bound of the elements one micro-batch's tensors span over all layers:
-/// `batch x seq` tokens times the widest per-token tensor (hidden, intermediate, the
-/// routed experts' intermediates, the vocabulary's logits, under eager attention the
-/// `heads x seq` scores, and under SDPA with a sliding window the `seq`-wide mask row that
-/// each sliding layer keeps, `activations::sliding_mask_bytes`) times the layers, in
-/// `u128` (saturating).
-fn activation_elems_bound(
-    batch: u64,
+/// The per-token width of what attention keeps that grows with the sequence, and what it
+/// is: under eager attention the `heads x seq` scores, under SDPA with a sliding window the
+/// `seq`-wide mask row that each sliding layer keeps (`activations::sliding_mask_bytes`);
+/// else none.
+fn attention_row(
     seq: u64,
     a: &ModelArch,
     attention: crate::config::Attention,
-) -> u128 {
+) -> (u128, &'static str) {
     use crate::config::Attention;
+    match attention {
+        Attention::Eager => (
+            u128::from(a.num_attention_heads) * u128::from(seq),
+            "; eager attention keeps a heads x seq x seq score matrix",
+        ),
+        Attention::Sdpa if a.sliding_window.is_some() => (
+            u128::from(seq),
+            "; SDPA with a sliding-window mask keeps a seq x seq mask per sliding layer",
+        ),
+        _ => (0, ""),
+    }
+}
+
+/// An upper bound of the elements one micro-batch's tensors span over all layers:
+/// `batch x seq` tokens times the widest per-token tensor (hidden, intermediate, the
+/// routed experts' intermediates, the vocabulary's logits, the attention row `scores` of
+/// [`attention_row`]) times the layers, in `u128` (saturating).
+fn activation_elems_bound(batch: u64, seq: u64, a: &ModelArch, scores: u128) -> u128 {
     let experts = a.moe.as_ref().map_or(0, |m| {
         u128::from(m.moe_intermediate_size) * u128::from(m.num_experts_per_tok)
     });
-    let scores = match attention {
-        Attention::Eager => u128::from(a.num_attention_heads) * u128::from(seq),
-        Attention::Sdpa if a.sliding_window.is_some() => u128::from(seq),
-        _ => 0,
-    };
     let width = [
         u128::from(a.hidden_size),
         u128::from(a.intermediate_size),
@@ -1171,7 +1181,8 @@ fn check_activation_size(
     a: &ModelArch,
 ) {
     let (batch_key, batch, seq_key, seq) = size;
-    let n = activation_elems_bound(batch, seq, a, attention);
+    let (scores, why) = attention_row(seq, a, attention);
+    let n = activation_elems_bound(batch, seq, a, scores);
     if n > limits::MAX_ACTIVATION_ELEMS {
         e.add(
             format!("{section}.{seq_key}"),
@@ -1180,11 +1191,7 @@ fn check_activation_size(
                 "{batch_key} {batch} x {seq_key} {seq} is past what the memory model computes: one {}batch's tensors would span about 2^{} elements (the bound is 2^56){}",
                 if section == "training" { "micro-" } else { "" },
                 127 - n.leading_zeros(),
-                match attention {
-                    crate::config::Attention::Eager => "; eager attention keeps a heads x seq x seq score matrix",
-                    crate::config::Attention::Sdpa if a.sliding_window.is_some() => "; SDPA with a sliding-window mask keeps a seq x seq mask per sliding layer",
-                    _ => "",
-                }
+                why
             ),
         );
     }

@@ -2,7 +2,6 @@
 //! estimated as a config's model.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use serde_json::json;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -14,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(hf) = serde_json::from_str::<serde_json::Value>(text) else {
                 return;
             };
-            let doc = json!({"model": {"hf_config": hf}, "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}});
+            let doc = gpu_mem_calc_fuzz::hf_config_document(hf);
             if let Ok(config) = calc_core::Config::from_value(doc) {
                 gpu_mem_calc_fuzz::check_config(&config);
             }

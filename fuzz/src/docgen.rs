@@ -7,6 +7,12 @@ use arbitrary::{Arbitrary, Unstructured};
 use calc_core::fields::{Choices, Kind};
 use serde_json::{Map, Value, json};
 
+/// The config document the `hf_config` target estimates a pasted `config.json` in (also
+/// timed by `core/examples/corpus_timing.rs`): the model as `model.hf_config`, 8 H100s.
+pub fn hf_config_document(hf: Value) -> Value {
+    json!({"model": {"hf_config": hf}, "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}})
+}
+
 /// Sets `v` at a dotted path of `doc`, creating objects on the way.
 pub fn set_path(doc: &mut Map<String, Value>, path: &str, v: Value) {
     let mut parts = path.split('.').peekable();

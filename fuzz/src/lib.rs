@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 mod docgen;
-pub use docgen::{ArbitraryDoc, set_path};
+pub use docgen::{ArbitraryDoc, hf_config_document, set_path};
 
 /// Panics if any float in `v`'s serialized form is NaN or infinite (serde_json would write
 /// them as `null`; `serde-value` keeps them).

@@ -178,6 +178,33 @@ enum Cmd {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Import another tool's file (ds_config.json, TrainingArguments JSON, accelerate /
+    /// torchtune / Axolotl YAML, torchtitan TOML, Megatron-LM arguments, a vllm serve or SGLang
+    /// launch_server command line; recognised automatically) and print our config. What was
+    /// read, ignored and taken from the base goes to stderr.
+    Import {
+        /// The file to import (`-` reads standard input).
+        file: PathBuf,
+        /// The model: a preset id or a Hugging Face config.json (wins over the file's).
+        #[arg(long)]
+        model: Option<String>,
+        /// A config JSON to start from (default: the schema's defaults).
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Print the whole import as JSON (format, config, read, ignored, from_base).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a config in another tool's format (the formats of `import`).
+    Export {
+        /// The config JSON file.
+        #[arg(long)]
+        config: PathBuf,
+        /// deepspeed, hf_trainer, accelerate, torchtune, axolotl, torchtitan, megatron, vllm,
+        /// sglang.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(calc_core::formats::Format::ALL.map(calc_core::formats::Format::id)))]
+        format: String,
+    },
     /// The config estimated on every GPU preset: which GPUs fit.
     Fits {
         /// The config JSON file.
@@ -377,6 +404,63 @@ fn run(cli: Cli) -> Result<(), BadInput> {
             let cfg = Config::from_value(read_json(&config, "config")?)?;
             let ds = calc_core::export::deepspeed_config(&cfg)?;
             out!("{}", serde_json::to_string_pretty(&ds).unwrap_or_default());
+        }
+        Cmd::Import {
+            file,
+            model,
+            base,
+            json,
+        } => {
+            let text = if file.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                    .map_err(|e| BadInput(vec![format!("stdin: {e}")]))?;
+                t
+            } else {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| BadInput(vec![format!("{}: {e}", file.display())]))?
+            };
+            let base = match base {
+                Some(p) => Config::from_value(read_json(&p, "--base")?)?,
+                None => Config::default(),
+            };
+            let model = match model {
+                Some(m) if Path::new(&m).is_file() => Some(
+                    calc_core::config::ModelSpec::hf_config(read_json(Path::new(&m), "--model")?),
+                ),
+                Some(m) => match json!({ "preset": m }) {
+                    Value::Object(o) => Some(calc_core::config::ModelSpec(o)),
+                    _ => None,
+                },
+                None => None,
+            };
+            let im = calc_core::formats::import(&text, &base, model.as_ref())?;
+            if json {
+                out!("{}", serde_json::to_string_pretty(&im).unwrap_or_default());
+            } else {
+                eprintln!("recognised: {}", im.format_name);
+                for r in &im.read {
+                    eprintln!(
+                        "  read     {} = {}  ->  {} = {}",
+                        r.from, r.value, r.to, r.set
+                    );
+                }
+                for i in &im.ignored {
+                    eprintln!("  ignored  {}: {}", i.key, i.reason);
+                }
+                eprintln!(
+                    "  from the base (not in this format): {}",
+                    im.from_base.join(", ")
+                );
+                out!("{}", im.config.to_json_pretty());
+            }
+        }
+        Cmd::Export { config, format } => {
+            let cfg = Config::from_value(read_json(&config, "config")?)?;
+            let f = calc_core::formats::Format::from_id(&format)
+                .ok_or_else(|| BadInput(vec![format!("--format {format}: unknown")]))?;
+            let text = calc_core::formats::export(&cfg, f)?;
+            out!("{}", text.trim_end());
         }
         Cmd::Fits { config, json } => {
             let cfg = Config::from_value(read_json(&config, "config")?)?;

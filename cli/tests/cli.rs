@@ -361,3 +361,54 @@ fn plan_ranks_layouts_as_the_issue_asks() {
         .code(2)
         .stderr(predicate::str::contains("min_headroom"));
 }
+
+#[test]
+fn import_prints_our_config_and_export_round_trips() {
+    let fixture = format!(
+        "{}/../tests/fixtures/formats/torchtitan_llama3_70b.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let base = temp_json(r#"{"hardware": {"num_gpus": 64, "gpu": "h100-80gb"}}"#);
+    let out = cli()
+        .args(["import", &fixture, "--base", base.path().to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "recognised: torchtitan job config (TOML)",
+        ))
+        .stderr(predicate::str::contains(
+            "parallelism.tensor_parallel_degree = 8  ->  parallelism.tensor_parallel_size = 8",
+        ))
+        .get_output()
+        .stdout
+        .clone();
+    let config: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(config["model"]["preset"], "llama-3.1-70b");
+    assert_eq!(config["engine"]["type"], "fsdp");
+    // the imported config exports back to a torchtitan TOML with the same layout
+    let f = temp_json(&String::from_utf8(out).unwrap());
+    cli()
+        .args([
+            "export",
+            "--config",
+            f.path().to_str().unwrap(),
+            "--format",
+            "torchtitan",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("tensor_parallel_degree = 8"))
+        .stdout(predicate::str::contains("data_parallel_shard_degree = 8"));
+    // a format that cannot express the engine says so
+    cli()
+        .args([
+            "export",
+            "--config",
+            f.path().to_str().unwrap(),
+            "--format",
+            "megatron",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("engine.type"));
+}

@@ -37,6 +37,8 @@ pub mod error;
 pub mod export;
 pub mod families;
 pub mod fields;
+#[cfg(feature = "formats")]
+pub mod formats;
 pub mod hf;
 pub mod inference;
 pub mod limits;

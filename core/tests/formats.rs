@@ -1,0 +1,541 @@
+//! Other tools' files (`calc_core::formats`): every format's export imports back to the
+//! same estimate, to the byte, for every engine it can express; real files published by the
+//! frameworks (tests/fixtures/formats/, each with its source) import with the mapping
+//! written out here.
+#![cfg(feature = "formats")]
+
+use calc_core::formats::{Format, base_for, export, import, recognise};
+use calc_core::{Config, estimate};
+use serde_json::{Value, json};
+
+fn cfg(v: Value) -> Config {
+    Config::from_value(v).unwrap()
+}
+
+/// The plans each format can express: (format, config).
+fn plans() -> Vec<(Format, Config)> {
+    let llama8 = json!({"preset": "llama-3.1-8b"});
+    let train = |engine: Value, extra: Value| {
+        let mut v = json!({
+            "model": llama8,
+            "training": {"micro_batch_size": 2, "seq_len": 4096, "gradient_accumulation_steps": 4,
+                         "precision": "amp_bf16", "activation_checkpointing": "full", "attention": "flash"},
+            "engine": engine,
+            "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
+        });
+        merge(&mut v, extra);
+        cfg(v)
+    };
+    let mut out = Vec::new();
+    for stage in 0..=3u8 {
+        out.push((
+            Format::Deepspeed,
+            train(json!({"type": "deepspeed", "zero_stage": stage}), json!({})),
+        ));
+    }
+    out.push((Format::Deepspeed, train(json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "cpu", "offload_param": "cpu", "stage3_max_live_parameters": 300000000}), json!({"training": {"precision": "amp_fp16"}}))));
+    out.push((
+        Format::Deepspeed,
+        train(
+            json!({"type": "megatron_deepspeed", "zero_stage": 1}),
+            json!({"parallelism": {"tensor_parallel_size": 2}, "training": {"optimizer": "adam"}}),
+        ),
+    ));
+    for engine in [
+        json!({"type": "ddp"}),
+        json!({"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false}),
+        json!({"type": "fsdp", "fsdp_version": 1, "sharding_strategy": "SHARD_GRAD_OP", "cpu_offload": true}),
+        json!({"type": "deepspeed", "zero_stage": 2}),
+    ] {
+        out.push((
+            Format::HfTrainer,
+            train(
+                engine.clone(),
+                json!({"training": {"optimizer_impl": "fused"}}),
+            ),
+        ));
+        out.push((Format::Accelerate, train(engine.clone(), json!({}))));
+    }
+    out.push((Format::HfTrainer, train(json!({"type": "ddp", "bucket_cap_mb": 50.0}), json!({"training": {"optimizer": "paged_adamw_8bit", "lora": {"rank": 16, "base_weight_format": "nf4"}}}))));
+    out.push((
+        Format::Accelerate,
+        train(
+            json!({"type": "deepspeed", "zero_stage": 3, "offload_optimizer": "cpu"}),
+            json!({"training": {"precision": "fp8"}, "hardware": {"num_gpus": 16}}),
+        ),
+    ));
+    // torchtune: pure bf16, single device and FSDP2, LoRA and QLoRA
+    let tt = |gpus: u64, engine: Value, extra: Value| {
+        let mut v = json!({
+            "model": llama8,
+            "training": {"micro_batch_size": 2, "seq_len": 2048, "gradient_accumulation_steps": 8, "precision": "bf16",
+                         "activation_checkpointing": "full", "loss": "chunked", "optimizer_impl": "fused"},
+            "engine": engine, "hardware": {"num_gpus": gpus, "gpu": "a100-80gb"}
+        });
+        merge(&mut v, extra);
+        cfg(v)
+    };
+    out.push((Format::Torchtune, tt(1, json!({"type": "ddp"}), json!({"training": {"lora": {"rank": 8, "alpha": 16, "adapters_fp32": false, "target_modules": ["q_proj", "v_proj", "o_proj"]}}}))));
+    out.push((Format::Torchtune, tt(1, json!({"type": "ddp"}), json!({"training": {"optimizer": "paged_adamw_8bit", "optimizer_impl": "foreach", "lora": {"rank": 64, "alpha": 128, "adapters_fp32": false, "base_weight_format": "nf4", "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}}}))));
+    out.push((Format::Torchtune, tt(8, json!({"type": "fsdp", "fsdp_version": 2, "cpu_offload": true}), json!({"training": {"optimizer_in_backward": true, "activation_offloading": true, "gradient_accumulation_steps": 1}}))));
+    // Axolotl: LoRA / QLoRA / full with FSDP
+    let ax = |engine: Value, extra: Value| {
+        let mut v = json!({
+            "model": {"preset": "mistral-7b-v0.1"},
+            "training": {"micro_batch_size": 2, "seq_len": 4096, "gradient_accumulation_steps": 4, "precision": "bf16",
+                         "activation_checkpointing": "full", "attention": "flash", "optimizer": "adamw_8bit"},
+            "engine": engine, "hardware": {"num_gpus": 1, "gpu": "a100-80gb"}
+        });
+        merge(&mut v, extra);
+        cfg(v)
+    };
+    out.push((Format::Axolotl, ax(json!({"type": "ddp"}), json!({"training": {"lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "base_weight_format": "nf4", "target_modules": "all-linear"}}}))));
+    out.push((
+        Format::Axolotl,
+        ax(
+            json!({"type": "ddp"}),
+            json!({"training": {"lora": {"rank": 16, "target_modules": ["q_proj", "v_proj"]}}}),
+        ),
+    ));
+    out.push((Format::Axolotl, ax(json!({"type": "fsdp", "fsdp_version": 2}), json!({"training": {"optimizer": "adamw", "optimizer_impl": "fused"}, "hardware": {"num_gpus": 8}}))));
+    // torchtitan: FSDP2 with TP, PP, CP
+    let tt2 = |par: Value, extra: Value| {
+        let mut v = json!({
+            "model": {"preset": "llama-3.1-70b"},
+            "training": {"micro_batch_size": 1, "seq_len": 8192, "gradient_accumulation_steps": 1, "precision": "amp_bf16",
+                         "activation_checkpointing": "full"},
+            "parallelism": par, "engine": {"type": "fsdp"}, "hardware": {"num_gpus": 64, "gpu": "h100-80gb"}
+        });
+        merge(&mut v, extra);
+        cfg(v)
+    };
+    out.push((
+        Format::Torchtitan,
+        tt2(
+            json!({"tensor_parallel_size": 8, "sequence_parallel": true}),
+            json!({"training": {"precision": "fp8", "compile": true}}),
+        ),
+    ));
+    out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 4, "pipeline_schedule": "1f1b"}), json!({"training": {"gradient_accumulation_steps": 8}}))));
+    out.push((Format::Torchtitan, tt2(json!({"context_parallel_size": 2}), json!({"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 2, "gradient_accumulation_steps": 2, "activation_checkpointing": "selective_op", "seq_len": 32768}, "hardware": {"num_gpus": 8}}))));
+    // Megatron-LM
+    let mg = |par: Value, extra: Value| {
+        let mut v = json!({
+            "model": {"preset": "llama-3.1-70b"},
+            "training": {"micro_batch_size": 1, "seq_len": 8192, "gradient_accumulation_steps": 64, "precision": "fp8"},
+            "parallelism": par, "engine": {"type": "megatron", "distributed_optimizer": true},
+            "hardware": {"num_gpus": 64, "gpu": "h100-80gb"}
+        });
+        merge(&mut v, extra);
+        cfg(v)
+    };
+    out.push((Format::Megatron, mg(json!({"tensor_parallel_size": 4, "pipeline_parallel_size": 8, "sequence_parallel": true, "virtual_pipeline_parallel_size": 5}), json!({}))));
+    out.push((Format::Megatron, mg(json!({"tensor_parallel_size": 8, "context_parallel_size": 2, "sequence_parallel": true}), json!({"training": {"precision": "amp_bf16", "activation_checkpointing": "selective", "gradient_accumulation_steps": 32}, "engine": {"distributed_optimizer": false}}))));
+    out.push((Format::Megatron, mg(json!({"tensor_parallel_size": 8, "pipeline_parallel_size": 8, "expert_parallel_size": 8, "first_pipeline_stage_layers": 7, "last_pipeline_stage_layers": 6}), json!({"model": {"preset": "deepseek-v3"}, "training": {"activation_checkpointing": "full", "precision": "amp_bf16", "gradient_accumulation_steps": 16}, "hardware": {"num_gpus": 512}}))));
+    // serving
+    let serve = |engine: &str, inf: Value, par: Value| {
+        let mut i = json!({"engine": engine});
+        merge(&mut i, inf);
+        cfg(
+            json!({"mode": "inference", "model": {"preset": "llama-3.1-70b"}, "inference": i, "parallelism": par, "hardware": {"gpu": "h100-80gb"}}),
+        )
+    };
+    out.push((Format::Vllm, serve("vllm", json!({"weight_format": "fp8", "max_model_len": 16384, "gpu_memory_utilization": 0.92, "max_num_seqs": 256}), json!({"tensor_parallel_size": 2}))));
+    out.push((
+        Format::Vllm,
+        serve(
+            "vllm",
+            json!({"kv_cache_dtype": "fp8", "max_model_len": 131072}),
+            json!({"tensor_parallel_size": 4, "pipeline_parallel_size": 2}),
+        ),
+    ));
+    out.push((
+        Format::Sglang,
+        serve(
+            "sglang",
+            json!({"max_model_len": 32768, "mem_fraction_static": 0.85}),
+            json!({"tensor_parallel_size": 4}),
+        ),
+    ));
+    out.push((
+        Format::Sglang,
+        serve(
+            "sglang",
+            json!({"weight_format": "awq", "chunked_prefill_size": 4096}),
+            json!({"tensor_parallel_size": 2}),
+        ),
+    ));
+    out
+}
+
+fn merge(a: &mut Value, b: Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+#[test]
+fn every_format_imports_its_export_to_the_same_estimate() {
+    let plans = plans();
+    for f in Format::ALL {
+        assert!(plans.iter().any(|(g, _)| *g == f), "no plan for {f:?}");
+    }
+    let mut failed = Vec::new();
+    for (i, (format, plan)) in plans.into_iter().enumerate() {
+        let text = match export(&plan, format) {
+            Ok(t) => t,
+            Err(e) => {
+                failed.push(format!("plan {i} {format:?}: {e:?}"));
+                continue;
+            }
+        };
+        assert_eq!(recognise(&text), Ok(format), "{text}");
+        let back = import(&text, &base_for(&plan, format), None)
+            .unwrap_or_else(|e| panic!("{format:?}: {e:?}\n{text}"));
+        assert_eq!(back.format, format);
+        let (a, b) = (estimate(&plan).unwrap(), estimate(&back.config).unwrap());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap(),
+            "{format:?}\n{text}"
+        );
+        assert!(!back.read.is_empty());
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../tests/fixtures/formats/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Imports a fixture over `base`; checks its format, that every `(our key, value)` pair was
+/// set, and that the config estimates.
+fn check(
+    name: &str,
+    base: Value,
+    format: Format,
+    expect: &[(&str, Value)],
+) -> calc_core::formats::Imported {
+    let im = import(&fixture(name), &cfg(base), None).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    assert_eq!(im.format, format, "{name}");
+    let doc = serde_json::to_value(&im.config).unwrap();
+    for (path, v) in expect {
+        let got = path.split('.').try_fold(&doc, |d, p| d.get(p));
+        assert_eq!(got, Some(v), "{name}: {path}");
+    }
+    estimate(&im.config).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    im
+}
+
+fn ignored(im: &calc_core::formats::Imported, key: &str) -> bool {
+    im.ignored.iter().any(|i| i.key == key)
+}
+
+#[test]
+fn deepspeed_files_as_published() {
+    // accelerate's ZeRO-2 template: every batch size "auto" (the base's: transformers fills
+    // them from TrainingArguments); reduce_bucket_size "auto" = hidden^2 = 4096^2 for
+    // Llama-3.1-8B (transformers/integrations/deepspeed.py trainer_config_finalize)
+    let base = json!({"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 4}, "hardware": {"num_gpus": 8}});
+    let im = check(
+        "accelerate_zero_stage2_config.json",
+        base.clone(),
+        Format::Deepspeed,
+        &[
+            ("engine.type", json!("deepspeed")),
+            ("engine.zero_stage", json!(2)),
+            ("engine.reduce_bucket_size", json!(16_777_216)),
+            ("engine.overlap_comm", json!(true)),
+            ("training.micro_batch_size", json!(4)),
+            ("training.gradient_accumulation_steps", json!(1)),
+            ("training.precision", json!("amp_fp16")),
+            ("training.optimizer", json!("adamw")),
+            ("hardware.num_gpus", json!(8)),
+        ],
+    );
+    assert!(
+        ignored(&im, "train_batch_size")
+            && ignored(&im, "scheduler.type")
+            && ignored(&im, "zero_optimization.allgather_bucket_size")
+    );
+    // ZeRO-3 with CPU offload: prefetch "auto" = int(0.9 x 4096^2) = 15099494, persistence
+    // "auto" = 10 x 4096 = 40960
+    check(
+        "accelerate_zero_stage3_offload_config.json",
+        base,
+        Format::Deepspeed,
+        &[
+            ("engine.zero_stage", json!(3)),
+            ("engine.offload_optimizer", json!("cpu")),
+            ("engine.offload_param", json!("cpu")),
+            ("engine.reduce_bucket_size", json!(16_777_216)),
+            ("engine.stage3_prefetch_bucket_size", json!(15_099_494)),
+            ("engine.stage3_param_persistence_threshold", json!(40_960)),
+            ("engine.sub_group_size", json!(1_000_000_000)),
+            ("engine.stage3_max_live_parameters", json!(1_000_000_000)),
+        ],
+    );
+    // transformers' test config writes 0 for the reduce and prefetch buckets, below the
+    // schema's range (1 to 10^15): refused at the file's keys, not silently changed
+    let e = import(
+        &fixture("transformers_ds_config_zero3.json"),
+        &cfg(json!({"model": {"preset": "llama-3.1-8b"}})),
+        None,
+    )
+    .unwrap_err();
+    let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "zero_optimization.reduce_bucket_size",
+            "zero_optimization.stage3_prefetch_bucket_size"
+        ]
+    );
+}
+
+#[test]
+fn accelerate_files_as_published() {
+    let base = json!({"model": {"preset": "llama-3.1-8b"}, "training": {"activation_checkpointing": "full"}});
+    let im = check(
+        "accelerate_fsdp.yaml",
+        base.clone(),
+        Format::Accelerate,
+        &[
+            ("engine.type", json!("fsdp")),
+            ("engine.fsdp_version", json!(1)),
+            ("engine.sharding_strategy", json!("FULL_SHARD")),
+            ("engine.cpu_offload", json!(false)),
+            ("training.precision", json!("amp_bf16")),
+            ("training.activation_checkpointing", json!("none")),
+            ("hardware.num_gpus", json!(2)),
+        ],
+    );
+    assert!(ignored(&im, "fsdp_config.fsdp_backward_prefetch"));
+    // the DeepSpeed plugin with a config file: the file is a path, not followed; the stage
+    // stays the base's (0 by default)
+    let im = check(
+        "accelerate_deepspeed.yaml",
+        base,
+        Format::Accelerate,
+        &[
+            ("engine.type", json!("deepspeed")),
+            ("hardware.num_gpus", json!(2)),
+        ],
+    );
+    assert!(ignored(&im, "deepspeed_config.deepspeed_config_file"));
+}
+
+#[test]
+fn torchtune_files_as_published() {
+    // single device: the base has one GPU
+    let im = check(
+        "torchtune_llama3_1_8B_qlora_single_device.yaml",
+        json!({"hardware": {"num_gpus": 1}}),
+        Format::Torchtune,
+        &[
+            ("model.preset", json!("llama-3.1-8b")),
+            ("engine.type", json!("ddp")),
+            ("training.precision", json!("bf16")),
+            ("training.micro_batch_size", json!(2)),
+            ("training.gradient_accumulation_steps", json!(16)),
+            ("training.lora.rank", json!(8)),
+            ("training.lora.alpha", json!(16.0)),
+            ("training.lora.base_weight_format", json!("nf4")),
+            ("training.lora.adapters_fp32", json!(false)),
+            (
+                "training.lora.target_modules",
+                json!([
+                    "q_proj",
+                    "v_proj",
+                    "k_proj",
+                    "o_proj",
+                    "gate_proj",
+                    "up_proj",
+                    "down_proj"
+                ]),
+            ),
+            ("training.optimizer", json!("adamw")),
+            ("training.optimizer_impl", json!("fused")),
+            ("training.loss", json!("chunked")),
+            ("training.activation_checkpointing", json!("full")),
+        ],
+    );
+    assert!(ignored(&im, "tokenizer.max_seq_len"));
+    // the distributed full fine-tune on 4 GPUs (its launch line: --nproc_per_node 4)
+    check(
+        "torchtune_llama3_1_8B_full.yaml",
+        json!({"hardware": {"num_gpus": 4}}),
+        Format::Torchtune,
+        &[
+            ("engine.type", json!("fsdp")),
+            ("engine.fsdp_version", json!(2)),
+            ("training.optimizer_impl", json!("for_loop")),
+            ("training.loss", json!("standard")),
+            ("training.precision", json!("bf16")),
+            ("training.micro_batch_size", json!(2)),
+        ],
+    );
+}
+
+#[test]
+fn axolotl_files_as_published() {
+    // NousResearch/Meta-Llama-3-8B is not a preset: the model is the base's
+    let im = check(
+        "axolotl_llama3_lora_8b.yml",
+        json!({"model": {"preset": "llama-3.1-8b"}}),
+        Format::Axolotl,
+        &[
+            ("training.seq_len", json!(4096)),
+            ("training.micro_batch_size", json!(2)),
+            ("training.gradient_accumulation_steps", json!(4)),
+            ("training.precision", json!("bf16")),
+            ("training.optimizer", json!("adamw_8bit")),
+            ("training.attention", json!("flash")),
+            ("training.activation_checkpointing", json!("full")),
+            ("training.lora.base_weight_format", json!("int8")),
+            ("training.lora.rank", json!(32)),
+            ("training.lora.target_modules", json!("all-linear")),
+            ("engine.type", json!("ddp")),
+        ],
+    );
+    assert!(ignored(&im, "base_model"));
+    check(
+        "axolotl_llama3_qlora_fsdp_70b.yaml",
+        json!({"model": {"preset": "llama-3.1-70b"}, "hardware": {"num_gpus": 2}}),
+        Format::Axolotl,
+        &[
+            ("engine.type", json!("fsdp")),
+            ("engine.fsdp_version", json!(1)),
+            ("engine.cpu_offload", json!(true)),
+            ("training.lora.base_weight_format", json!("nf4")),
+            ("training.seq_len", json!(512)),
+            ("training.optimizer", json!("adamw")),
+        ],
+    );
+}
+
+#[test]
+fn torchtitan_files_as_published() {
+    // 64 GPUs (the files' own note); the shard degree -1 takes the rest
+    let base = json!({"hardware": {"num_gpus": 64, "gpu": "a100-80gb"}});
+    check(
+        "torchtitan_llama3_8b.toml",
+        base.clone(),
+        Format::Torchtitan,
+        &[
+            ("model.preset", json!("llama-3.1-8b")),
+            ("engine.type", json!("fsdp")),
+            ("engine.fsdp_version", json!(2)),
+            ("training.micro_batch_size", json!(1)),
+            ("training.seq_len", json!(8192)),
+            ("training.activation_checkpointing", json!("selective_op")),
+            ("training.precision", json!("amp_bf16")),
+            ("hardware.num_gpus", json!(64)),
+        ],
+    );
+    check(
+        "torchtitan_llama3_70b.toml",
+        base,
+        Format::Torchtitan,
+        &[
+            ("model.preset", json!("llama-3.1-70b")),
+            ("parallelism.tensor_parallel_size", json!(8)),
+            ("parallelism.sequence_parallel", json!(true)),
+            ("training.micro_batch_size", json!(8)),
+            ("training.activation_checkpointing", json!("full")),
+        ],
+    );
+}
+
+#[test]
+fn megatron_command_line_as_published() {
+    // GPT-3 175B: TP 8 x PP 16 on 128 GPUs, so data-parallel 1 and 1536 micro-batches of 1
+    let im = check(
+        "megatron_gpt3_175b.sh",
+        json!({"model": {"preset": "gpt3-175b"}, "hardware": {"gpu": "a100-80gb"}}),
+        Format::Megatron,
+        &[
+            ("engine.type", json!("megatron")),
+            ("engine.distributed_optimizer", json!(false)),
+            ("hardware.num_gpus", json!(128)),
+            ("hardware.gpus_per_node", json!(8)),
+            ("parallelism.tensor_parallel_size", json!(8)),
+            ("parallelism.pipeline_parallel_size", json!(16)),
+            ("training.micro_batch_size", json!(1)),
+            ("training.gradient_accumulation_steps", json!(1536)),
+            ("training.seq_len", json!(2048)),
+            ("training.precision", json!("amp_fp16")),
+            ("training.activation_checkpointing", json!("none")),
+        ],
+    );
+    assert!(ignored(&im, "--hidden-size") && ignored(&im, "--lr"));
+}
+
+#[test]
+fn command_lines_and_unknown_files() {
+    // vLLM's documented distributed serving line (docs/serving/distributed_serving.md)
+    let im = import(
+        "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 --pipeline-parallel-size 2",
+        &Config::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(im.format, Format::Vllm);
+    let doc = serde_json::to_value(&im.config).unwrap();
+    assert_eq!(doc["mode"], json!("inference"));
+    assert_eq!(doc["model"]["preset"], json!("llama-3.1-70b"));
+    assert_eq!(doc["hardware"]["num_gpus"], json!(8));
+    // SGLang's documented launch (docs: --model-path ... --tp 2)
+    let im = import(
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp 2 --port 30000",
+        &Config::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(im.format, Format::Sglang);
+    assert!(ignored(&im, "--port"));
+    let doc = serde_json::to_value(&im.config).unwrap();
+    assert_eq!(doc["parallelism"]["tensor_parallel_size"], json!(2));
+    // --model wins over the file's model
+    let m = calc_core::config::ModelSpec(
+        json!({"preset": "llama-3.1-8b"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let im = import(
+        "vllm serve meta-llama/Llama-3.1-70B",
+        &Config::default(),
+        Some(&m),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&im.config).unwrap()["model"]["preset"],
+        json!("llama-3.1-8b")
+    );
+    // what is not recognised says which formats are
+    let e = recognise("hello: world").unwrap_err();
+    assert_eq!(e.field, "file");
+    assert!(
+        e.message.contains("DeepSpeed ds_config.json"),
+        "{}",
+        e.message
+    );
+    // a value we cannot represent is fatal at the file's key
+    let e = import(
+        r#"{"zero_optimization": {"stage": 4}}"#,
+        &Config::default(),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e[0].field, "zero_optimization.stage");
+}

@@ -4,7 +4,7 @@
 //! plugin's ZeRO stage, offload devices and accumulation), `dynamo_config`.
 
 use super::{Format, Import, as_count, cannot, text};
-use crate::config::{Config, Engine, Offload, Precision, Recompute, ReshardAfterForward};
+use crate::config::{Config, Engine, Offload, Precision, Recompute};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
 use serde_json::{Map, Value, json};
@@ -29,16 +29,6 @@ pub(super) const FROM_BASE: &[&str] = &[
     "hardware.gpus_per_node",
     "overheads",
 ];
-
-fn offload(im: &mut Import, key: &str, to: &str) {
-    let Some(v) = im.take(key) else { return };
-    match text(&v).to_ascii_lowercase().as_str() {
-        "none" | "" => im.put(key, &v, to, json!("none")),
-        "cpu" => im.put(key, &v, to, json!("cpu")),
-        "nvme" => im.put(key, &v, to, json!("nvme")),
-        _ => im.fail(key, &v, "must be none, cpu or nvme"),
-    }
-}
 
 /// Reads an accelerate config.
 pub(super) fn read(im: &mut Import) {
@@ -99,12 +89,7 @@ pub(super) fn read(im: &mut Import) {
         "FSDP" => {
             im.reset("engine", json!({"type": "fsdp", "fsdp_version": 1}));
             im.put("distributed_type", &dt, "engine.type", json!("fsdp"));
-            if let Some(v) = im.take("fsdp_config.fsdp_version") {
-                match as_count(&v) {
-                    Some(n @ (1 | 2)) => im.put("fsdp_config.fsdp_version", &v, "engine.fsdp_version", json!(n)),
-                    _ => im.fail("fsdp_config.fsdp_version", &v, "must be 1 or 2"),
-                }
-            }
+            im.fsdp_version(&["fsdp_config.fsdp_version"]);
             for key in ["fsdp_config.fsdp_sharding_strategy", "fsdp_config.fsdp_reshard_after_forward"] {
                 if let Some(v) = im.take(key) {
                     // accelerate < 1.6 wrote the strategy as a number (1 = FULL_SHARD ...)
@@ -117,18 +102,8 @@ pub(super) fn read(im: &mut Import) {
                     super::hf_trainer::read_reshard(im, key, &v);
                 }
             }
-            if let Some(v) = im.take("fsdp_config.fsdp_offload_params") {
-                match super::as_bool(&v) {
-                    Some(b) => im.put("fsdp_config.fsdp_offload_params", &v, "engine.cpu_offload", json!(b)),
-                    None => im.fail("fsdp_config.fsdp_offload_params", &v, "must be true or false"),
-                }
-            }
-            if let Some(v) = im.take("fsdp_config.fsdp_activation_checkpointing") {
-                match super::as_bool(&v) {
-                    Some(b) => im.put("fsdp_config.fsdp_activation_checkpointing", &v, "training.activation_checkpointing", json!(if b { "full" } else { "none" })),
-                    None => im.fail("fsdp_config.fsdp_activation_checkpointing", &v, "must be true or false"),
-                }
-            }
+            im.flag_into("fsdp_config.fsdp_offload_params", "engine.cpu_offload");
+            im.recompute_flag("fsdp_config.fsdp_activation_checkpointing");
         }
         "DEEPSPEED" => {
             im.reset("engine", json!({"type": "deepspeed"}));
@@ -136,17 +111,10 @@ pub(super) fn read(im: &mut Import) {
             if let Some(v) = im.take("deepspeed_config.deepspeed_config_file") {
                 im.ignore("deepspeed_config.deepspeed_config_file", format!("{} is a path: import that ds_config.json itself", text(&v)));
             }
-            if let Some(v) = im.take("deepspeed_config.zero_stage") {
-                match as_count(&v) {
-                    Some(s) if s <= 3 => im.put("deepspeed_config.zero_stage", &v, "engine.zero_stage", json!(s)),
-                    _ => im.fail("deepspeed_config.zero_stage", &v, "must be 0, 1, 2 or 3"),
-                }
-            }
-            offload(im, "deepspeed_config.offload_optimizer_device", "engine.offload_optimizer");
-            offload(im, "deepspeed_config.offload_param_device", "engine.offload_param");
-            if let Some(v) = im.take("deepspeed_config.gradient_accumulation_steps") {
-                im.count_value("deepspeed_config.gradient_accumulation_steps", &v, "training.gradient_accumulation_steps");
-            }
+            im.zero_stage("deepspeed_config.zero_stage");
+            im.offload_into("deepspeed_config.offload_optimizer_device", "engine.offload_optimizer", true);
+            im.offload_into("deepspeed_config.offload_param_device", "engine.offload_param", true);
+            im.count("deepspeed_config.gradient_accumulation_steps", "training.gradient_accumulation_steps");
         }
         _ => im.fail("distributed_type", &dt, "an accelerate distributed type the estimate does not model (NO, MULTI_GPU, FSDP and DEEPSPEED are)"),
     }
@@ -249,13 +217,7 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
                     json!(f.sharding_strategy.unwrap_or_default().name()),
                 );
             } else if let Some(rf) = f.reshard_after_forward {
-                c.insert(
-                    "fsdp_reshard_after_forward".into(),
-                    match rf {
-                        ReshardAfterForward::Always(b) => json!(b),
-                        ReshardAfterForward::Group(n) => json!(n),
-                    },
-                );
+                c.insert("fsdp_reshard_after_forward".into(), json!(rf));
             }
             c.insert("fsdp_state_dict_type".into(), json!("SHARDED_STATE_DICT"));
             m.insert("fsdp_config".into(), Value::Object(c));

@@ -35,34 +35,8 @@ pub(super) fn read(im: &mut Import) {
         "gradient_accumulation_steps",
         "training.gradient_accumulation_steps",
     );
-    let bf16 = im.take("bf16");
-    let fp16 = im.take("fp16");
-    let on = |x: &Option<Value>| {
-        x.as_ref()
-            .is_some_and(|v| super::is_auto(v) || as_bool(v) == Some(true))
-    };
-    if on(&bf16) {
-        im.put(
-            "bf16",
-            bf16.as_ref().unwrap_or(&Value::Null),
-            "training.precision",
-            json!("bf16"),
-        );
-    } else if on(&fp16) {
-        im.put(
-            "fp16",
-            fp16.as_ref().unwrap_or(&Value::Null),
-            "training.precision",
-            json!("fp16"),
-        );
-    } else {
-        im.put(
-            "bf16, fp16",
-            &json!(false),
-            "training.precision",
-            json!("fp32"),
-        );
-    }
+    // bf16 / fp16 (or auto) load the model in that dtype: pure 16-bit training
+    im.half_flags(["bf16", "fp16"], true, true);
     super::hf_trainer::read_optim(im, "optimizer");
     if let Some(v) = im.take("gradient_checkpointing") {
         // true, false or "unsloth" / "offload" (checkpoints offloaded to CPU)
@@ -270,7 +244,7 @@ pub(super) fn reason(key: &str) -> String {
 }
 
 /// An Axolotl config of a training config.
-pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldError>> {
+pub(super) fn write(config: &Config, _r: &Resolved) -> Result<Value, Vec<FieldError>> {
     let t = &config.training;
     let mut m = Map::new();
     let model = super::hf_id_of(config).unwrap_or_else(|| "meta-llama/Llama-3.1-8B".into());
@@ -388,7 +362,6 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
             ));
         }
     }
-    let _ = r;
     m.insert("output_dir".into(), json!("./outputs/out"));
     Ok(Value::Object(m))
 }

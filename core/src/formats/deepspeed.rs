@@ -6,7 +6,7 @@
 //! `stage3_param_persistence_threshold` = 10 hidden.
 
 use super::{Format, Import, as_count, cannot, is_auto, text};
-use crate::config::{Config, Engine, Offload, Precision};
+use crate::config::{Config, Engine, Precision};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
 use serde_json::{Value, json};
@@ -29,19 +29,6 @@ pub(super) const FROM_BASE: &[&str] = &[
     "hardware.gpus_per_node",
     "overheads",
 ];
-
-fn offload_of(im: &mut Import, key: &str) -> Option<Offload> {
-    let v = im.take(key)?;
-    match text(&v).to_ascii_lowercase().as_str() {
-        "cpu" => Some(Offload::Cpu),
-        "nvme" => Some(Offload::Nvme),
-        "none" => Some(Offload::None),
-        _ => {
-            im.fail(key, &v, "must be cpu, nvme or none");
-            None
-        }
-    }
-}
 
 /// The hidden size of the base's model, for DeepSpeed's `"auto"` bucket sizes.
 fn hidden_size(im: &Import) -> Option<u64> {
@@ -168,35 +155,17 @@ pub(super) fn read_at(im: &mut Import, prefix: &str) {
     }
     // ZeRO
     let z = "engine";
-    if let Some(v) = im.take(&k("zero_optimization.stage")) {
-        match as_count(&v) {
-            Some(s) if s <= 3 => im.put(
-                &k("zero_optimization.stage"),
-                &v,
-                &format!("{z}.zero_stage"),
-                json!(s),
-            ),
-            _ => im.fail(&k("zero_optimization.stage"), &v, "must be 0, 1, 2 or 3"),
-        }
-    }
-    for (their, ours) in [
-        (
-            "zero_optimization.offload_optimizer.device",
-            "offload_optimizer",
-        ),
-        ("zero_optimization.offload_param.device", "offload_param"),
-    ] {
-        let key = k(their);
-        let raw = im.input.keys.get(&key).cloned();
-        if let (Some(o), Some(raw)) = (offload_of(im, &key), raw) {
-            im.put(
-                &key,
-                &raw,
-                &format!("{z}.{ours}"),
-                serde_json::to_value(o).unwrap_or(Value::Null),
-            );
-        }
-    }
+    im.zero_stage(&k("zero_optimization.stage"));
+    im.offload_into(
+        &k("zero_optimization.offload_optimizer.device"),
+        "engine.offload_optimizer",
+        false,
+    );
+    im.offload_into(
+        &k("zero_optimization.offload_param.device"),
+        "engine.offload_param",
+        false,
+    );
     // deprecated boolean form: cpu_offload
     if let Some(v) = im.take(&k("zero_optimization.cpu_offload"))
         && super::as_bool(&v) == Some(true)
@@ -251,21 +220,7 @@ pub(super) fn read_at(im: &mut Import, prefix: &str) {
             (false, _, None) => im.fail(&key, &v, "must be a whole number or \"auto\""),
         }
     }
-    if let Some(v) = im.take(&k("zero_optimization.overlap_comm")) {
-        match super::as_bool(&v) {
-            Some(b) => im.put(
-                &k("zero_optimization.overlap_comm"),
-                &v,
-                &format!("{z}.overlap_comm"),
-                json!(b),
-            ),
-            None => im.fail(
-                &k("zero_optimization.overlap_comm"),
-                &v,
-                "must be true or false",
-            ),
-        }
-    }
+    im.flag_into(&k("zero_optimization.overlap_comm"), "engine.overlap_comm");
     // the optimizer DeepSpeed builds (none: the client's, i.e. the base's)
     if let Some(v) = im.take(&k("optimizer.type")) {
         let name = text(&v);

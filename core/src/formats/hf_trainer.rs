@@ -4,9 +4,7 @@
 //! else DDP (`ddp_bucket_cap_mb`).
 
 use super::{Format, Import, as_bool, cannot, text};
-use crate::config::{
-    Config, Engine, OptimizerImpl, Precision, ReshardAfterForward, ShardingStrategy,
-};
+use crate::config::{Config, Engine, OptimizerImpl, Precision, ShardingStrategy};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
 use serde_json::{Map, Value, json};
@@ -108,16 +106,7 @@ pub(super) fn read_fsdp(
     };
     im.reset("engine", json!({"type": "fsdp", "fsdp_version": 1}));
     im.put(key, v, "engine.type", json!("fsdp"));
-    let mut version = 1;
-    if let Some((k, vv)) = im.take_any(version_keys) {
-        match super::as_count(&vv) {
-            Some(n @ (1 | 2)) => {
-                version = n;
-                im.put(&k, &vv, "engine.fsdp_version", json!(n));
-            }
-            _ => im.fail(&k, &vv, "must be 1 or 2"),
-        }
-    }
+    let version = im.fsdp_version(version_keys).unwrap_or(1);
     for w in &words {
         match w.to_ascii_lowercase().as_str() {
             "full_shard" => im.put(key, v, "engine.sharding_strategy", json!("FULL_SHARD")),
@@ -144,25 +133,10 @@ pub(super) fn read_fsdp(
         }
     }
     for name in ["activation_checkpointing", "fsdp_activation_checkpointing"] {
-        if let Some(v) = im.take(&c(name)) {
-            match as_bool(&v) {
-                Some(b) => im.put(
-                    &c(name),
-                    &v,
-                    "training.activation_checkpointing",
-                    json!(if b { "full" } else { "none" }),
-                ),
-                None => im.fail(&c(name), &v, "must be true or false"),
-            }
-        }
+        im.recompute_flag(&c(name));
     }
     for name in ["offload_params", "fsdp_offload_params", "cpu_offload"] {
-        if let Some(v) = im.take(&c(name)) {
-            match as_bool(&v) {
-                Some(b) => im.put(&c(name), &v, "engine.cpu_offload", json!(b)),
-                None => im.fail(&c(name), &v, "must be true or false"),
-            }
-        }
+        im.flag_into(&c(name), "engine.cpu_offload");
     }
 }
 
@@ -215,38 +189,10 @@ pub(super) fn read(im: &mut Import) {
         "gradient_accumulation_steps",
         "training.gradient_accumulation_steps",
     );
-    let bf16 = im.take("bf16");
-    let fp16 = im.take("fp16");
-    let on = |x: &Option<Value>| x.as_ref().and_then(as_bool) == Some(true);
-    if on(&bf16) {
-        im.put(
-            "bf16",
-            bf16.as_ref().unwrap_or(&Value::Null),
-            "training.precision",
-            json!("amp_bf16"),
-        );
-    } else if on(&fp16) {
-        im.put(
-            "fp16",
-            fp16.as_ref().unwrap_or(&Value::Null),
-            "training.precision",
-            json!("amp_fp16"),
-        );
-    } else if let Some(v) = bf16.or(fp16) {
-        im.put("bf16, fp16", &v, "training.precision", json!("fp32"));
-    }
+    // bf16 / fp16 turn on autocast over fp32 weights
+    im.half_flags(["amp_bf16", "amp_fp16"], false, false);
     read_optim(im, "optim");
-    if let Some(v) = im.take("gradient_checkpointing") {
-        match as_bool(&v) {
-            Some(b) => im.put(
-                "gradient_checkpointing",
-                &v,
-                "training.activation_checkpointing",
-                json!(if b { "full" } else { "none" }),
-            ),
-            None => im.fail("gradient_checkpointing", &v, "must be true or false"),
-        }
-    }
+    im.recompute_flag("gradient_checkpointing");
     im.flag_into("torch_compile", "training.compile");
     let fsdp = im.take("fsdp").filter(|v| match v {
         Value::String(s) => !s.trim().is_empty(),
@@ -359,13 +305,7 @@ pub(super) fn fsdp_words(
     let mut c = Map::new();
     c.insert("fsdp_version".into(), json!(f.fsdp_version));
     if let Some(r) = f.reshard_after_forward {
-        c.insert(
-            "reshard_after_forward".into(),
-            match r {
-                ReshardAfterForward::Always(b) => json!(b),
-                ReshardAfterForward::Group(n) => json!(n),
-            },
-        );
+        c.insert("reshard_after_forward".into(), json!(r));
     }
     if f.param_dtype.is_some() || f.reduce_dtype.is_some() || f.hybrid_shard_group_size.is_some() {
         return Err(cannot(

@@ -68,30 +68,20 @@ pub(super) fn read(im: &mut Import) {
             _ => im.fail(k, v, "must be a whole number"),
         }
     }
-    let size = |im: &mut Import, keys: &[&str], to: &str| -> u64 {
-        match im.take_any(keys) {
-            Some((k, v)) => im.count_value(&k, &v, to).unwrap_or(1),
-            None => 1,
-        }
-    };
-    let tp = size(
-        im,
-        &["--tensor-model-parallel-size"],
+    let tp = im.degree(
+        "--tensor-model-parallel-size",
         "parallelism.tensor_parallel_size",
     );
-    let pp = size(
-        im,
-        &["--pipeline-model-parallel-size"],
+    let pp = im.degree(
+        "--pipeline-model-parallel-size",
         "parallelism.pipeline_parallel_size",
     );
-    let cp = size(
-        im,
-        &["--context-parallel-size"],
+    let cp = im.degree(
+        "--context-parallel-size",
         "parallelism.context_parallel_size",
     );
-    size(
-        im,
-        &["--expert-model-parallel-size"],
+    im.degree(
+        "--expert-model-parallel-size",
         "parallelism.expert_parallel_size",
     );
     if let Some((k, v)) = im.take_any(&["--expert-tensor-parallel-size"]) {

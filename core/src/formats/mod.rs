@@ -213,6 +213,9 @@ impl Input {
     }
 }
 
+/// A format's reason for a key of its file that the import does not read.
+type Reason = fn(&str) -> String;
+
 /// An import in progress: the base document, the file's remaining keys, and the record.
 pub(crate) struct Import {
     pub input: Input,
@@ -383,6 +386,89 @@ impl Import {
         }
     }
 
+    /// A parallel size: the file's `key` read into `to` (a whole number), else 1 set there.
+    pub fn degree(&mut self, key: &str, to: &str) -> u64 {
+        match self.take(key) {
+            Some(v) => self.count_value(key, &v, to).unwrap_or(1),
+            None => {
+                self.reset(to, json!(1));
+                1
+            }
+        }
+    }
+    /// A recomputation switch (`gradient_checkpointing: true`): the file's `key` read into
+    /// `training.activation_checkpointing` as `full` or `none`.
+    pub fn recompute_flag(&mut self, key: &str) {
+        let Some(v) = self.take(key) else { return };
+        match as_bool(&v) {
+            Some(b) => self.put(
+                key,
+                &v,
+                "training.activation_checkpointing",
+                json!(if b { "full" } else { "none" }),
+            ),
+            None => self.fail(key, &v, "must be true or false"),
+        }
+    }
+    /// An offload device (`cpu`, `nvme`, `none`; DeepSpeed's and accelerate's spelling) read
+    /// into `to`; an empty value is `none` when `empty_is_none` (accelerate's reader), an
+    /// error otherwise (DeepSpeed's).
+    pub fn offload_into(&mut self, key: &str, to: &str, empty_is_none: bool) {
+        let Some(v) = self.take(key) else { return };
+        match text(&v).to_ascii_lowercase().as_str() {
+            d @ ("cpu" | "nvme" | "none") => self.put(key, &v, to, json!(d)),
+            "" if empty_is_none => self.put(key, &v, to, json!("none")),
+            _ => self.fail(key, &v, "must be cpu, nvme or none"),
+        }
+    }
+    /// A ZeRO stage (0 to 3) read into `engine.zero_stage`.
+    pub fn zero_stage(&mut self, key: &str) {
+        let Some(v) = self.take(key) else { return };
+        match as_count(&v) {
+            Some(s) if s <= 3 => self.put(key, &v, "engine.zero_stage", json!(s)),
+            _ => self.fail(key, &v, "must be 0, 1, 2 or 3"),
+        }
+    }
+    /// The FSDP version (1 or 2) of the first of `keys` the file has, read into
+    /// `engine.fsdp_version`.
+    pub fn fsdp_version(&mut self, keys: &[&str]) -> Option<u64> {
+        let (k, v) = self.take_any(keys)?;
+        match as_count(&v) {
+            Some(n @ (1 | 2)) => {
+                self.put(&k, &v, "engine.fsdp_version", json!(n));
+                Some(n)
+            }
+            _ => {
+                self.fail(&k, &v, "must be 1 or 2");
+                None
+            }
+        }
+    }
+    /// HF-style `bf16` / `fp16` flags read into `training.precision`: `on` is the precision
+    /// each selects (`auto` counts as on when `auto_on`); with neither on, `fp32` when
+    /// either flag is written or `absent_is_fp32`.
+    pub fn half_flags(&mut self, on: [&str; 2], auto_on: bool, absent_is_fp32: bool) {
+        let flags = [self.take("bf16"), self.take("fp16")];
+        let is_on = |v: &Value| (auto_on && is_auto(v)) || as_bool(v) == Some(true);
+        for ((key, v), p) in ["bf16", "fp16"].into_iter().zip(&flags).zip(on) {
+            if let Some(v) = v.as_ref().filter(|v| is_on(v)) {
+                self.put(key, v, "training.precision", json!(p));
+                return;
+            }
+        }
+        let [b, f] = flags;
+        match b.or(f) {
+            Some(v) => self.put("bf16, fp16", &v, "training.precision", json!("fp32")),
+            None if absent_is_fp32 => self.put(
+                "bf16, fp16",
+                &json!(false),
+                "training.precision",
+                json!("fp32"),
+            ),
+            None => {}
+        }
+    }
+
     /// Sets `model` from a Hugging Face id or path (`meta-llama/Llama-3.1-8B`) when a preset
     /// has it, else keeps the base's model and says why.
     pub fn model_from_hf_id(&mut self, key: &str, v: &Value) {
@@ -402,7 +488,7 @@ impl Import {
         mut self,
         format: Format,
         model: Option<&ModelSpec>,
-        reason: impl Fn(&str) -> String,
+        reason: Reason,
     ) -> Result<Imported, Vec<FieldError>> {
         if let Some(m) = model {
             // the caller's model (`--model`) wins over the file's
@@ -729,45 +815,21 @@ pub fn import(
         Parsed::Tree(v) => Input::tree(&v),
         Parsed::Words(w) => args::parse(&w, format),
     };
+    // each format's reader and its reasons for the keys it leaves
+    let (read, reason): (fn(&mut Import), Reason) = match format {
+        Format::Deepspeed => (deepspeed::read, deepspeed::reason),
+        Format::HfTrainer => (hf_trainer::read, hf_trainer::reason),
+        Format::Accelerate => (accelerate::read, accelerate::reason),
+        Format::Torchtune => (torchtune::read, torchtune::reason),
+        Format::Axolotl => (axolotl::read, axolotl::reason),
+        Format::Torchtitan => (torchtitan::read, torchtitan::reason),
+        Format::Megatron => (megatron::read, megatron::reason),
+        Format::Vllm => (serve::read_vllm, serve::reason),
+        Format::Sglang => (serve::read_sglang, serve::reason),
+    };
     let mut im = Import::new(input, base);
-    match format {
-        Format::Deepspeed => {
-            deepspeed::read(&mut im);
-            im.finish(format, model, deepspeed::reason)
-        }
-        Format::HfTrainer => {
-            hf_trainer::read(&mut im);
-            im.finish(format, model, hf_trainer::reason)
-        }
-        Format::Accelerate => {
-            accelerate::read(&mut im);
-            im.finish(format, model, accelerate::reason)
-        }
-        Format::Torchtune => {
-            torchtune::read(&mut im);
-            im.finish(format, model, torchtune::reason)
-        }
-        Format::Axolotl => {
-            axolotl::read(&mut im);
-            im.finish(format, model, axolotl::reason)
-        }
-        Format::Torchtitan => {
-            torchtitan::read(&mut im);
-            im.finish(format, model, torchtitan::reason)
-        }
-        Format::Megatron => {
-            megatron::read(&mut im);
-            im.finish(format, model, megatron::reason)
-        }
-        Format::Vllm => {
-            serve::read_vllm(&mut im);
-            im.finish(format, model, serve::reason)
-        }
-        Format::Sglang => {
-            serve::read_sglang(&mut im);
-            im.finish(format, model, serve::reason)
-        }
-    }
+    read(&mut im);
+    im.finish(format, model, reason)
 }
 
 /// The config in another tool's format: the file's text (JSON, YAML, TOML or a command

@@ -37,17 +37,8 @@ fn common(im: &mut Import, model_keys: &[&str], tp: &str, pp: &str, dp: &str) {
     if let Some((k, v)) = model {
         im.model_from_hf_id(&k, &v);
     }
-    let size = |im: &mut Import, key: &str, to: &str| -> u64 {
-        match im.take(key) {
-            Some(v) => im.count_value(key, &v, to).unwrap_or(1),
-            None => {
-                im.reset(to, json!(1));
-                1
-            }
-        }
-    };
-    let t = size(im, tp, "parallelism.tensor_parallel_size");
-    let p = size(im, pp, "parallelism.pipeline_parallel_size");
+    let t = im.degree(tp, "parallelism.tensor_parallel_size");
+    let p = im.degree(pp, "parallelism.pipeline_parallel_size");
     let d = im.take(dp).and_then(|v| as_count(&v)).unwrap_or(1);
     im.put(
         &format!("{tp} x {pp}"),
@@ -245,7 +236,7 @@ fn model_word(config: &Config, format: Format) -> Result<String, Vec<FieldError>
 }
 
 /// A `vllm serve` command line of a vLLM config.
-pub(super) fn write_vllm(config: &Config, r: &Resolved) -> Result<String, Vec<FieldError>> {
+pub(super) fn write_vllm(config: &Config, _r: &Resolved) -> Result<String, Vec<FieldError>> {
     let inf = config.inference.clone().unwrap_or_default();
     if inf.engine != crate::config::InferenceEngine::Vllm {
         return Err(cannot(
@@ -285,12 +276,11 @@ pub(super) fn write_vllm(config: &Config, r: &Resolved) -> Result<String, Vec<Fi
         inf.max_num_batched_tokens.to_string(),
     ]);
     weight_flags(config, Format::Vllm, &mut w)?;
-    let _ = r;
     Ok(format!("{}\n", super::megatron::wrap(&w, 3)))
 }
 
 /// An SGLang `launch_server` command line of an SGLang config.
-pub(super) fn write_sglang(config: &Config, r: &Resolved) -> Result<String, Vec<FieldError>> {
+pub(super) fn write_sglang(config: &Config, _r: &Resolved) -> Result<String, Vec<FieldError>> {
     let inf = config.inference.clone().unwrap_or_default();
     if inf.engine != crate::config::InferenceEngine::Sglang {
         return Err(cannot(
@@ -323,6 +313,5 @@ pub(super) fn write_sglang(config: &Config, r: &Resolved) -> Result<String, Vec<
         w.extend(["--chunked-prefill-size".into(), c.to_string()]);
     }
     weight_flags(config, Format::Sglang, &mut w)?;
-    let _ = r;
     Ok(format!("{}\n", super::megatron::wrap(&w, 3)))
 }

@@ -73,43 +73,27 @@ pub(super) fn read(im: &mut Import) {
     }
     im.reset("engine", json!({"type": "fsdp", "fsdp_version": 2}));
     im.reset("parallelism", json!({}));
-    let seq = im.count("training.seq_len", "training.seq_len");
-    let _ = seq;
+    im.count("training.seq_len", "training.seq_len");
     let local = im.take_any(&["training.local_batch_size", "training.batch_size"]);
     let global = im.take("training.global_batch_size");
     // degrees; -1 for the data-parallel shard degree is "the rest of the GPUs"
-    let deg = |im: &mut Import, key: &str, to: &str| -> u64 {
-        match im.take(key) {
-            Some(v) => im.count_value(key, &v, to).unwrap_or(1),
-            None => {
-                im.reset(to, json!(1));
-                1
-            }
-        }
-    };
-    let tp = deg(
-        im,
+    let tp = im.degree(
         "parallelism.tensor_parallel_degree",
         "parallelism.tensor_parallel_size",
     );
-    let pp = deg(
-        im,
+    let pp = im.degree(
         "parallelism.pipeline_parallel_degree",
         "parallelism.pipeline_parallel_size",
     );
-    let cp = deg(
-        im,
+    let cp = im.degree(
         "parallelism.context_parallel_degree",
         "parallelism.context_parallel_size",
     );
-    let ep = deg(
-        im,
+    im.degree(
         "parallelism.expert_parallel_degree",
         "parallelism.expert_parallel_size",
     );
-    let _ = ep;
-    let rep = deg(
-        im,
+    let rep = im.degree(
         "parallelism.data_parallel_replicate_degree",
         "parallelism.data_parallel_replicate_size",
     );

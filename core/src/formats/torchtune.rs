@@ -6,10 +6,7 @@
 //! recipe (FSDP2, `fully_shard` per layer), one GPU a single-device recipe.
 
 use super::{Format, Import, as_bool, cannot, text};
-use crate::config::{
-    Config, Engine, LossImpl, OptimizerImpl, Precision, Recompute, ReshardAfterForward,
-    TargetModules,
-};
+use crate::config::{Config, Engine, LossImpl, OptimizerImpl, Precision, Recompute, TargetModules};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
 use serde_json::{Map, Value, json};
@@ -205,21 +202,7 @@ pub(super) fn read(im: &mut Import) {
             None => im.fail("loss._component_", &v, "a loss the estimate does not model"),
         }
     }
-    if let Some(v) = im.take("enable_activation_checkpointing") {
-        match as_bool(&v) {
-            Some(b) => im.put(
-                "enable_activation_checkpointing",
-                &v,
-                "training.activation_checkpointing",
-                json!(if b { "full" } else { "none" }),
-            ),
-            None => im.fail(
-                "enable_activation_checkpointing",
-                &v,
-                "must be true or false",
-            ),
-        }
-    }
+    im.recompute_flag("enable_activation_checkpointing");
     im.flag_into(
         "enable_activation_offloading",
         "training.activation_offloading",
@@ -447,13 +430,7 @@ pub(super) fn write(config: &Config, _r: &Resolved) -> Result<Value, Vec<FieldEr
         Engine::Fsdp(f) if f.fsdp_version == 2 => {
             m.insert("fsdp_cpu_offload".into(), json!(f.cpu_offload));
             if let Some(r) = f.reshard_after_forward {
-                m.insert(
-                    "fsdp_reshard_after_forward".into(),
-                    match r {
-                        ReshardAfterForward::Always(b) => json!(b),
-                        ReshardAfterForward::Group(n) => json!(n),
-                    },
-                );
+                m.insert("fsdp_reshard_after_forward".into(), json!(r));
             }
         }
         Engine::Ddp(_) if config.hardware.num_gpus.unwrap_or(1) <= 1 => {}

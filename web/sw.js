@@ -6,12 +6,15 @@
 // connection lost in the middle of a deploy's first load still leaves a working offline
 // copy (tests/e2e "offline after a deploy").
 // Assets: cache first (their names change with their content), stored as they are fetched.
-// The reference suite (fetched by the accuracy panel; names without a hash): cached at
-// install with the page, then network first like the page, the cached copy when offline.
+// The on-demand files, names without a hash: the reference suite (fetched by the accuracy
+// panel) and the formats worker with its wasm (started by the first import or export of
+// another tool's file): cached at install with the page, then network first like the
+// page, the cached copy when offline.
 // Paths are relative to this file, so the site works under any sub-path (GitHub Pages).
 const CACHE = 'gpu-mem-calc-v1';
 const INDEX = new URL('./', self.location).href;
-const DATA = ['probe_records.jsonl', 'dist_records.jsonl', 'published_cases.json']
+const DATA = ['probe_records.jsonl', 'dist_records.jsonl', 'published_cases.json',
+  'formats-worker.js', 'gpu-mem-calc-wasm.js', 'gpu-mem-calc-wasm_bg.wasm']
   .map(f => new URL(f, INDEX).href);
 
 // The assets index.html references: quoted or, in Trunk's minified HTML, bare attribute

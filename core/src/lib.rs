@@ -37,7 +37,6 @@ pub mod error;
 pub mod export;
 pub mod families;
 pub mod fields;
-#[cfg(feature = "formats")]
 pub mod formats;
 pub mod hf;
 pub mod inference;

@@ -481,6 +481,94 @@ fn megatron_command_line_as_published() {
 }
 
 #[test]
+fn megatron_moe_command_line_as_published() {
+    // Mixtral 8x7B: PP 4 x EP 8 on 32 GPUs (4 nodes of 8), so data-parallel 8 and a global
+    // batch of 256 = 1 x 8 x 32 micro-batches
+    let im = check(
+        "megatron_mixtral_8x7b.sh",
+        json!({"model": {"preset": "mixtral-8x7b-v0.1"}, "hardware": {"gpu": "h100-80gb"}}),
+        Format::Megatron,
+        &[
+            ("engine.type", json!("megatron")),
+            ("engine.distributed_optimizer", json!(true)),
+            ("hardware.num_gpus", json!(32)),
+            ("hardware.gpus_per_node", json!(8)),
+            ("parallelism.tensor_parallel_size", json!(1)),
+            ("parallelism.pipeline_parallel_size", json!(4)),
+            ("parallelism.expert_parallel_size", json!(8)),
+            ("parallelism.sequence_parallel", json!(true)),
+            ("training.micro_batch_size", json!(1)),
+            ("training.gradient_accumulation_steps", json!(32)),
+            ("training.seq_len", json!(4096)),
+            ("training.precision", json!("amp_bf16")),
+            ("training.activation_checkpointing", json!("none")),
+        ],
+    );
+    assert!(ignored(&im, "--num-experts") && ignored(&im, "--moe-grouped-gemm"));
+    let why = |k: &str| {
+        im.ignored
+            .iter()
+            .find(|i| i.key == k)
+            .unwrap()
+            .reason
+            .clone()
+    };
+    assert!(why("--moe-router-load-balancing-type").contains("balancing loss"));
+}
+
+#[test]
+fn serving_command_lines_as_published() {
+    // vLLM's parallelism guide: "Eight GPUs total" (its comment line is skipped)
+    let im = check(
+        "vllm_gpt2_tp4_pp2.sh",
+        json!({"mode": "inference"}),
+        Format::Vllm,
+        &[
+            ("model.preset", json!("gpt2")),
+            ("parallelism.tensor_parallel_size", json!(4)),
+            ("parallelism.pipeline_parallel_size", json!(2)),
+            ("hardware.num_gpus", json!(8)),
+        ],
+    );
+    assert!(im.ignored.is_empty());
+    // two nodes of 8: a model path, so the model is the base's
+    let im = check(
+        "vllm_tp8_pp2_two_nodes.sh",
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-70b"}}),
+        Format::Vllm,
+        &[
+            ("model.preset", json!("llama-3.1-70b")),
+            ("parallelism.tensor_parallel_size", json!(8)),
+            ("parallelism.pipeline_parallel_size", json!(2)),
+            ("hardware.num_gpus", json!(16)),
+        ],
+    );
+    assert!(ignored(&im, "MODEL (positional)"));
+    // SGLang's server arguments page: TP 4 over two nodes, and a smaller static fraction
+    let im = check(
+        "sglang_llama3_8b_tp4_two_nodes.sh",
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"}}),
+        Format::Sglang,
+        &[
+            ("inference.engine", json!("sglang")),
+            ("parallelism.tensor_parallel_size", json!(4)),
+            ("hardware.num_gpus", json!(4)),
+        ],
+    );
+    assert!(ignored(&im, "--model-path") && ignored(&im, "--nnodes"));
+    check(
+        "sglang_llama3_8b_mem_fraction.sh",
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"}}),
+        Format::Sglang,
+        &[
+            ("inference.engine", json!("sglang")),
+            ("inference.mem_fraction_static", json!(0.7)),
+            ("hardware.num_gpus", json!(1)),
+        ],
+    );
+}
+
+#[test]
 fn command_lines_and_unknown_files() {
     // vLLM's documented distributed serving line (docs/serving/distributed_serving.md)
     let im = import(

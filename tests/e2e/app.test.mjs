@@ -144,7 +144,10 @@ test('engine switch shows only the fields that apply', async () => {
   assert.equal(await page.locator('#training-optimizer_impl').isVisible(), false);
   // torch.compile is an option of PyTorch models: not Megatron's
   assert.equal(await page.locator('#training-compile').isVisible(), false);
-  assert.equal(await page.locator('#export-ds').isVisible(), false);
+  // the export formats that apply are calc-core's fact (Format::applies): no ds_config.json
+  // under Megatron, the Megatron-LM arguments instead
+  assert.equal(await page.locator('#export-format option[value="deepspeed"]').count(), 0);
+  assert.equal(await page.locator('#export-format option[value="megatron"]').count(), 1);
   await page.selectOption('#engine-type', '"fsdp"');
   await page.locator('#training-optimizer_impl').waitFor({ state: 'visible' });
   // without recomputation, ticking torch.compile lowers the peak (inductor recomputes
@@ -165,13 +168,16 @@ test('engine switch shows only the fields that apply', async () => {
   await page.locator('#parallelism-data_parallel_replicate_size').waitFor({ state: 'visible' });
   assert.equal(await page.locator('#parallelism-expert_tensor_parallel_size').isVisible(), false);
   await page.selectOption('#engine-type', '"megatron_deepspeed"');
-  await page.locator('#export-ds').waitFor({ state: 'visible' });
+  await page.locator('#export-format option[value="deepspeed"]').waitFor({ state: 'attached' });
   await page.locator('#engine-reduce_bucket_size').waitFor({ state: 'attached' });
-  // a ds_config.json configures training: no button in inference mode, back in training
+  // a ds_config.json configures training: in inference mode the serving formats instead
   await page.click('#mode-inference');
-  await page.locator('#export-ds').waitFor({ state: 'hidden' });
+  await page.locator('#export-format option[value="vllm"]').waitFor({ state: 'attached' });
+  assert.equal(await page.locator('#export-format option[value="deepspeed"]').count(), 0);
+  assert.equal(await page.locator('#export-format option[value="sglang"]').count(), 1);
   await page.click('#mode-training');
-  await page.locator('#export-ds').waitFor({ state: 'visible' });
+  await page.locator('#export-format option[value="deepspeed"]').waitFor({ state: 'attached' });
+  assert.equal(await page.locator('#export-format option[value="vllm"]').count(), 0);
   // the footer says what leaves the page: only a config.json fetched from the Hub
   assert.match(await page.textContent('footer'), /not sent anywhere.*Only "Fetch".*huggingface\.co/);
   assert.deepEqual(errors, []);
@@ -453,23 +459,84 @@ test('state: a link reproduces the page; bad links and imports are rejected, not
   await page.locator('#import-error', { hasText: 'micro_batch_size' }).waitFor();
   assert.equal(await page.locator('#import-text').getAttribute('aria-invalid'), 'true');
   assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
+  // text that is neither our config nor another tool's file: calc-core (in the formats
+  // worker) says which files it recognises
   await page.fill('#import-text', 'not json at all');
   await page.click('#import-apply');
-  await page.locator('#import-error', { hasText: 'invalid JSON' }).waitFor();
+  await page.locator('#import-error', { hasText: 'recognised: DeepSpeed ds_config.json' }).waitFor();
+  assert.equal(await page.inputValue('#training-micro_batch_size'), '3');
   await page.setInputFiles('#import-file', path.resolve(HERE, '../../presets/examples/llama2_7b_deepspeed.json'));
   await page.locator('#status', { hasText: 'Imported the configuration from llama2_7b_deepspeed.json' }).waitFor();
   assert.equal(await page.inputValue('#training-micro_batch_size'), '4');
   assert.equal(await page.locator('#import-error').textContent(), '');
 
   // ds_config.json for the DeepSpeed engine (the imported example is ZeRO-3 with CPU offload)
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-ds')]);
+  await page.selectOption('#export-format', 'deepspeed');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-tool')]);
   assert.equal(dl.suggestedFilename(), 'ds_config.json');
   const ds = JSON.parse(readFileSync(await dl.path(), 'utf8'));
   assert.equal(ds.zero_optimization.stage, 3);
   assert.equal(ds.zero_optimization.offload_optimizer.device, 'cpu');
   assert.equal(ds.train_batch_size, 4 * 4 * 8);
   await page.selectOption('#engine-type', '"fsdp"');
-  await page.locator('#export-ds').waitFor({ state: 'hidden' });
+  await page.locator('#export-format option[value="deepspeed"]').waitFor({ state: 'detached' });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("framework files: import recognises the tool and reports each key; export writes each format", async () => {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  const fixture = f => path.resolve(HERE, '../../tests/fixtures/formats', f);
+  await page.click('#import summary');
+  // accelerate's FSDP example (tests/fixtures/formats/SOURCES.md), read over the page's
+  // Llama-3.1-8B: calc-core in the formats worker recognises it and reports the mapping
+  await page.setInputFiles('#import-file', fixture('accelerate_fsdp.yaml'));
+  await page.locator('#import-recognised', { hasText: 'accelerate config (YAML)' }).waitFor();
+  await page.locator('#status', { hasText: 'Imported accelerate config (YAML) from accelerate_fsdp.yaml' }).waitFor();
+  assert.equal(await page.inputValue('#engine-type'), '"fsdp"');
+  assert.equal(await page.inputValue('#engine-sharding_strategy'), '"FULL_SHARD"');
+  assert.equal(await page.inputValue('#hardware-num_gpus'), '2');
+  assert.equal(await page.inputValue('#model-preset'), 'llama-3.1-8b', 'the model is kept from the page');
+  const row = page.locator('#import-report tr', { hasText: 'num_processes' });
+  assert.match(await row.textContent(), /num_processes.*2.*hardware\.num_gpus.*2/);
+  assert.match(await page.textContent('#import-ignored'), /fsdp_backward_prefetch/);
+  assert.match(await page.textContent('#import-from-base'), /model/);
+  const total = await page.textContent('#total-gib');
+
+  // export as accelerate: the file re-imports to the same estimate (calc-core verifies it)
+  await page.selectOption('#export-format', 'accelerate');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-tool')]);
+  assert.equal(dl.suggestedFilename(), 'accelerate_config.yaml');
+  const yaml = readFileSync(await dl.path(), 'utf8');
+  assert.match(yaml, /distributed_type: FSDP/);
+  assert.match(yaml, /num_processes: 2/);
+  await page.locator('#status', { hasText: 'Exported accelerate_config.yaml' }).waitFor();
+  await page.fill('#import-text', yaml);
+  await page.click('#import-apply');
+  await page.locator('#import-recognised', { hasText: 'accelerate' }).waitFor();
+  assert.equal(await page.textContent('#total-gib'), total, 'export then import keeps the estimate');
+
+  // a format that cannot express the plan says which key: torchtitan runs FSDP2 only
+  await page.selectOption('#export-format', 'torchtitan');
+  await page.click('#export-tool');
+  await page.locator('#status', { hasText: 'No torchtitan.toml' }).waitFor();
+  assert.match(await page.textContent('#status'), /engine.*torchtitan runs FSDP2/);
+
+  // a pasted vllm serve line: inference mode, the serving formats offered for export
+  await page.fill('#import-text', 'vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --max-model-len 8192');
+  await page.click('#import-apply');
+  await page.locator('#import-recognised', { hasText: 'vllm serve command line' }).waitFor();
+  assert.equal(await page.getAttribute('#mode-inference', 'aria-pressed'), 'true');
+  await page.locator('#export-format option[value="vllm"]').waitFor({ state: 'attached' });
+  assert.equal(await page.locator('#export-format option[value="accelerate"]').count(), 0);
+  await page.screenshot({ path: path.join(OUT, 'import-report.png'), fullPage: true });
+
+  // a value we cannot represent is refused at the file's key; the page is unchanged
+  await page.fill('#import-text', '{"zero_optimization": {"stage": 7}}');
+  await page.click('#import-apply');
+  await page.locator('#import-error', { hasText: 'zero_optimization.stage' }).waitFor();
+  assert.equal(await page.getAttribute('#mode-inference', 'aria-pressed'), 'true');
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -837,6 +904,11 @@ test('offline: after one visit the app loads with the server gone', async () => 
   await page.click('#accuracy summary');
   await page.locator('#accuracy-summary tbody tr').first().waitFor();
   assert.equal(await page.locator('#accuracy-error').count(), 0);
+  // the formats worker, never started while online, runs from the cache too
+  await page.click('#import summary');
+  await page.fill('#import-text', 'vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2');
+  await page.click('#import-apply');
+  await page.locator('#import-recognised', { hasText: 'vllm serve command line' }).waitFor();
   await context.close();
 });
 

@@ -134,3 +134,36 @@ test('plan: the same ranked plans as the CLI', () => {
   assert.deepEqual(r.plans.map(p => p.summary), rust.plans.map(p => p.summary));
   assert.throws(() => api.plan({ ...req, engines: ['horovod'] }), err => err.fieldErrors[0].field === 'engines[0]');
 });
+
+test('importConfig and exportConfig: framework files as the CLI reads and writes them', () => {
+  const fixture = f => path.join(ROOT, 'tests/fixtures/formats', f);
+  assert.deepEqual(api.formats().map(f => f.format),
+    ['deepspeed', 'hf_trainer', 'accelerate', 'torchtune', 'axolotl', 'torchtitan', 'megatron', 'vllm', 'sglang']);
+  assert.deepEqual(api.formats().filter(f => f.serving).map(f => f.file_name), ['vllm_serve.sh', 'sglang_launch.sh']);
+  // accelerate's FSDP example over Llama-3.1-8B: the same report as `gpu-mem-calc import --json`
+  const text = readFileSync(fixture('accelerate_fsdp.yaml'), 'utf8');
+  const base = { model: { preset: 'llama-3.1-8b' } };
+  const im = api.importConfig(text, { base });
+  assert.equal(im.format, 'accelerate');
+  assert.equal(im.config.engine.type, 'fsdp');
+  assert.equal(im.config.hardware.num_gpus, 2);
+  assert.ok(im.read.some(r => r.from === 'num_processes' && r.to === 'hardware.num_gpus'));
+  assert.ok(im.ignored.some(i => i.key === 'fsdp_config.fsdp_backward_prefetch'));
+  const dir = mkdtempSync(path.join(tmpdir(), 'pkg-'));
+  writeFileSync(path.join(dir, 'base.json'), JSON.stringify(base));
+  const cli = path.join(ROOT, 'target/debug/gpu-mem-calc');
+  const rust = JSON.parse(execFileSync(cli, ['import', fixture('accelerate_fsdp.yaml'), '--base', path.join(dir, 'base.json'), '--json'], { encoding: 'utf8' }));
+  assert.equal(JSON.stringify(im), JSON.stringify(rust));
+  // the model option overrides the file's
+  assert.equal(api.importConfig('vllm serve meta-llama/Llama-3.1-8B-Instruct', { model: { preset: 'qwen2.5-7b' } }).config.model.preset, 'qwen2.5-7b');
+  // export, then import over the format's base: the same estimate to the byte
+  const yaml = api.exportConfig(im.config, 'accelerate');
+  assert.match(yaml, /distributed_type: FSDP/);
+  const back = api.importConfig(yaml, { base: im.config });
+  assert.equal(JSON.stringify(api.estimate(back.config)), JSON.stringify(api.estimate(im.config)));
+  // errors as data: the file's key, our key, the unknown format
+  assert.throws(() => api.importConfig('{"zero_optimization": {"stage": 7}}'), err => err.fieldErrors[0].field === 'zero_optimization.stage');
+  assert.throws(() => api.exportConfig(im.config, 'torchtitan'), err => /torchtitan runs FSDP2/.test(err.message));
+  assert.throws(() => api.exportConfig(im.config, 'horovod'), err => err.fieldErrors[0].field === 'format');
+  assert.throws(() => api.importConfig('x', { bogus: 1 }), err => err.fieldErrors[0].field === 'options');
+});

@@ -16,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_IMPORTS: &'static str = r#"
-import type { Config, Estimate, FieldError, ModelArch, ModelSpec, ParamCounts, Presets, Solution, Target, GpuFit, PlanRequest, PlanResult } from "../types";
+import type { Config, Estimate, FieldError, ModelArch, ModelSpec, ParamCounts, Presets, Solution, Target, GpuFit, PlanRequest, PlanResult, Format, FormatInfo, Imported, ImportOptions } from "../types";
 "#;
 
 #[wasm_bindgen(start)]
@@ -248,4 +248,82 @@ pub fn gpu_fits(
 ) -> Result<JsValue, JsValue> {
     let fits: Vec<GpuFit> = core_gpu_fits(&config(&config_in)?).map_err(field_error)?;
     to_js(&fits)
+}
+
+/// The formats `importConfig` reads and `exportConfig` writes (DeepSpeed, HF
+/// TrainingArguments, accelerate, torchtune, Axolotl, torchtitan, Megatron-LM, vLLM, SGLang).
+#[wasm_bindgen(unchecked_return_type = "FormatInfo[]")]
+pub fn formats() -> Result<JsValue, JsValue> {
+    let all: Vec<calc_core::formats::FormatInfo> = calc_core::formats::Format::ALL
+        .into_iter()
+        .map(calc_core::formats::Format::info)
+        .collect();
+    to_js(&all)
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `importConfig`'s optional second argument, typed as [`ImportOptions`] in TypeScript.
+    #[wasm_bindgen(typescript_type = "ImportOptions")]
+    pub type ImportOptionsArg;
+}
+
+/// What `importConfig` takes besides the file.
+#[derive(serde::Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ImportOptions {
+    /// The config the file's settings are applied to (the keys the format has no place for
+    /// come from it); the default config when absent.
+    #[serde(default)]
+    pub base: Option<Value>,
+    /// The model, whatever the file names (`{preset}` or `{hf_config}`).
+    #[serde(default)]
+    pub model: Option<calc_core::config::ModelSpec>,
+}
+
+/// Imports another tool's file (its text: JSON, YAML, TOML or a command line), recognised
+/// automatically: our config with, key by key, what was read into which of our keys, what
+/// was ignored and why, and which keys came from `options.base`
+/// (`calc_core::formats::import`). Throws an `Error` with `fieldErrors` (field `file` when no
+/// format is recognised; the file's key for a value we cannot represent).
+#[wasm_bindgen(js_name = importConfig, unchecked_return_type = "Imported")]
+pub fn import_config(text: &str, options: Option<ImportOptionsArg>) -> Result<JsValue, JsValue> {
+    let options = options.map(JsValue::from);
+    let opts: ImportOptions = match options.filter(|o| !o.is_null() && !o.is_undefined()) {
+        None => ImportOptions::default(),
+        Some(o) => serde_json::from_value(from_js(&o, "options")?)
+            .map_err(|e| field_error(vec![FieldError::new("options", "(value)", e.to_string())]))?,
+    };
+    let base = match opts.base {
+        Some(v) => Config::from_value(v).map_err(field_error)?,
+        None => Config::default(),
+    };
+    let im = calc_core::formats::import(text, &base, opts.model.as_ref()).map_err(field_error)?;
+    to_js(&im)
+}
+
+/// The config (an object or JSON text) as another tool's file (`format`: an id of
+/// `formats()`), such that `importConfig` of it reproduces the estimate
+/// (`calc_core::formats::export`). Throws an `Error` with `fieldErrors` when the format
+/// cannot express the config (the key is named).
+#[wasm_bindgen(js_name = exportConfig)]
+pub fn export_config(
+    #[wasm_bindgen(unchecked_param_type = "Config | string")] config_in: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Format")] format: &str,
+) -> Result<String, JsValue> {
+    let c = config(&config_in)?;
+    let f = calc_core::formats::Format::from_id(format).ok_or_else(|| {
+        field_error(vec![FieldError::new(
+            "format",
+            format,
+            format!(
+                "unknown; one of {}",
+                calc_core::formats::Format::ALL
+                    .map(calc_core::formats::Format::id)
+                    .join(", ")
+            ),
+        )])
+    })?;
+    calc_core::formats::export(&c, f).map_err(field_error)
 }

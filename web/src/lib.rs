@@ -8,6 +8,7 @@
 pub mod accuracy;
 pub mod chart;
 pub mod doc;
+pub mod formats;
 pub mod hf_import;
 pub mod net;
 pub mod plan;
@@ -305,24 +306,6 @@ pub fn App() -> impl IntoView {
             }
         });
     };
-    let on_ds_config = move |_| {
-        let r = parsed
-            .get_untracked()
-            .and_then(|c| calc_core::export::deepspeed_config(&c));
-        match r {
-            Ok(ds) => match download(
-                "ds_config.json",
-                &serde_json::to_string_pretty(&ds).unwrap_or_default(),
-            ) {
-                Ok(()) => status.set("Exported ds_config.json".into()),
-                Err(e) => status.set(format!("Export failed: {e}")),
-            },
-            Err(e) => status.set(format!(
-                "No ds_config.json: {}",
-                e.first().map(|e| e.message.clone()).unwrap_or_default()
-            )),
-        }
-    };
     let on_copy_link = move |_| {
         let url = window().location().href().unwrap_or_default();
         let p = window().navigator().clipboard().write_text(&url);
@@ -359,8 +342,6 @@ pub fn App() -> impl IntoView {
         })
     });
     let sweep = Memo::new(move |_| settled.with(|c| c.as_ref().ok().map(sweep_points)));
-    // a ds_config.json exists for training under the engines that run DeepSpeed ZeRO
-    let is_deepspeed = move || ctx.with(Context::exports_ds_config);
     let on_reset = move |_| {
         doc.set(default_doc());
         status.set("Reset to the default configuration".into());
@@ -420,8 +401,7 @@ pub fn App() -> impl IntoView {
                     <button id="export" on:click=on_export>"Export JSON"</button>
                     <button id="copy" on:click=on_copy>"Copy JSON"</button>
                     <button id="copy-link" on:click=on_copy_link>"Copy link"</button>
-                    <button id="export-ds" on:click=on_ds_config
-                        style:display=move || if is_deepspeed() { "" } else { "none" }>"Export ds_config.json"</button>
+                    <ExportTool doc=doc ctx=ctx status=status />
                     <button id="reset" class="secondary" on:click=on_reset>"Reset"</button>
                     <span id="status" role="status">{move || status.get()}</span>
                 </div>
@@ -986,12 +966,72 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
     }
 }
 
+/// Export the plan as another tool's file: the formats that apply to the mode and engine
+/// ([`calc_core::formats::Format::applies`]), written by calc-core in the formats worker
+/// ([`formats::export`]); a format that cannot express the plan says which key.
+#[component]
+fn ExportTool(doc: RwSignal<Value>, ctx: Memo<Context>, status: RwSignal<String>) -> impl IntoView {
+    use calc_core::formats::Format;
+    let chosen = RwSignal::new(Format::Deepspeed);
+    let offered = move || {
+        ctx.with(|c| {
+            Format::ALL
+                .into_iter()
+                .filter(|f| f.applies(c))
+                .collect::<Vec<_>>()
+        })
+    };
+    // the chosen format, or the first offered when the chosen one does not apply
+    let current = Memo::new(move |_| {
+        let offered = offered();
+        let c = chosen.get();
+        if offered.contains(&c) {
+            Some(c)
+        } else {
+            offered.first().copied()
+        }
+    });
+    let on_export = move |_| {
+        let Some(f) = current.get_untracked() else {
+            return;
+        };
+        let d = doc.get_untracked();
+        status.set(format!("Writing {}…", f.file_name()));
+        wasm_bindgen_futures::spawn_local(async move {
+            match formats::export(&d, f).await {
+                Ok(text) => match download(f.file_name(), &text) {
+                    Ok(()) => status.set(format!("Exported {} ({})", f.file_name(), f.name())),
+                    Err(e) => status.set(format!("Export failed: {e}")),
+                },
+                Err(e) => status.set(format!("No {}: {e}", f.file_name())),
+            }
+        });
+    };
+    view! {
+        <span class="export-tool" style:display=move || if current.get().is_some() { "" } else { "none" }>
+            <label for="export-format">"Export as"</label>
+            <select id="export-format"
+                prop:value=move || current.get().map(Format::id).unwrap_or_default()
+                on:change=move |ev| if let Some(f) = Format::from_id(&event_target_value(&ev)) { chosen.set(f) }>
+                {move || offered().into_iter().map(|f| view! {
+                    <option value=f.id() selected=move || current.get() == Some(f)>{f.name()}</option>
+                }).collect_view()}
+            </select>
+            <button id="export-tool" on:click=on_export>{move || current.get().map(|f| format!("Export {}", f.file_name())).unwrap_or_default()}</button>
+        </span>
+    }
+}
+
 /// Saves `text` as a file through a Blob download.
 fn download(name: &str, text: &str) -> Result<(), String> {
     let err = |e: JsValue| format!("{e:?}");
     let parts = js_sys::Array::of1(&JsValue::from_str(text));
     let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type("application/json");
+    opts.set_type(if name.ends_with(".json") {
+        "application/json"
+    } else {
+        "text/plain"
+    });
     let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts).map_err(err)?;
     let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(err)?;
     let a: web_sys::HtmlAnchorElement = document()
@@ -1171,41 +1211,121 @@ fn sweep_caption(c: &Config) -> &'static str {
     }
 }
 
-/// Import a config: a file or pasted JSON. Accepted documents (see `state::accept`) replace
-/// the current one; a rejected one leaves everything as it was and says why.
+/// Import a config: ours (JSON; accepted documents, see `state::accept`, replace the current
+/// one) or another tool's file, recognised by calc-core in the formats worker
+/// ([`formats::import`]) and read over the current document, with the report of what was
+/// read, ignored and kept. A rejected file leaves everything as it was and says why.
 #[component]
 fn Import(doc: RwSignal<Value>, status: RwSignal<String>) -> impl IntoView {
     let error = RwSignal::new(String::new());
     let text = RwSignal::new(String::new());
-    let use_text = move |t: &str, from: &str| match state::accept_text(t) {
-        Ok(v) => {
-            doc.set(v);
-            error.set(String::new());
-            status.set(format!("Imported the configuration{from}"));
+    let report = RwSignal::new(None::<formats::Imported>);
+    let busy = RwSignal::new(false);
+    let use_text = move |t: String, from: String| {
+        report.set(None);
+        let own = serde_json::from_str::<Value>(t.trim())
+            .ok()
+            .is_some_and(|v| calc_core::formats::is_own_config(&v));
+        if own {
+            match state::accept_text(&t) {
+                Ok(v) => {
+                    doc.set(v);
+                    error.set(String::new());
+                    status.set(format!("Imported the configuration{from}"));
+                }
+                Err(e) => error.set(format!(
+                    "Not imported: {e}. Your configuration is unchanged."
+                )),
+            }
+            return;
         }
-        Err(e) => error.set(format!(
-            "Not imported: {e}. Your configuration is unchanged."
-        )),
+        // another tool's file: read in the formats worker over the current document
+        busy.set(true);
+        error.set(String::new());
+        let base = doc.get_untracked();
+        wasm_bindgen_futures::spawn_local(async move {
+            let r = formats::import(t, &base)
+                .await
+                .and_then(|im| state::accept(im.config.clone()).map(|v| (im, v)));
+            match r {
+                Ok((im, v)) => {
+                    doc.set(v);
+                    status.set(format!("Imported {}{from}", im.format_name));
+                    report.set(Some(im));
+                }
+                Err(e) => error.set(format!(
+                    "Not imported: {e}. Your configuration is unchanged."
+                )),
+            }
+            busy.set(false);
+        });
     };
     let on_file = move |ev: leptos::ev::Event| {
         hf_import::read_chosen_file(&ev, move |name, text| match text {
-            Some(t) => use_text(&t, &format!(" from {name}")),
+            Some(t) => use_text(t, format!(" from {name}")),
             None => error.set(format!("Could not read {name}")),
         });
     };
+    let names = calc_core::formats::Format::ALL
+        .map(calc_core::formats::Format::name)
+        .join(", ");
     view! {
         <details id="import" class="group">
-            <summary>"Import a config (JSON)"</summary>
+            <summary>"Import a config or a framework's file"</summary>
+            <p class="hint">"A gpu-mem-calc config (JSON), or one of: " {names}
+                ". Another tool's file is read over the configuration on the page: what it does not say stays as it is."</p>
             <label for="import-file">"From a file"</label>
-            <input id="import-file" type="file" accept=".json,application/json" on:change=on_file />
+            <input id="import-file" type="file" on:change=on_file />
             <label for="import-text">"Or paste it"</label>
             <textarea id="import-text" rows="5" spellcheck="false"
                 aria-invalid=move || if error.with(|e| e.is_empty()) { "false" } else { "true" }
                 aria-describedby="import-error"
                 prop:value=move || text.get()
                 on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-            <button id="import-apply" on:click=move |_| use_text(&text.get_untracked(), "")>"Import"</button>
+            <button id="import-apply" prop:disabled=move || busy.get()
+                on:click=move |_| use_text(text.get_untracked(), String::new())>"Import"</button>
+            <span id="import-busy" class="hint">{move || if busy.get() { "Reading the file…" } else { "" }}</span>
             <p id="import-error" class="error" role="alert">{move || error.get()}</p>
+            {move || report.get().map(|im| view! { <ImportReport im=im /> })}
         </details>
+    }
+}
+
+/// What an import of another tool's file did, key by key (calc-core's report).
+#[component]
+fn ImportReport(im: formats::Imported) -> impl IntoView {
+    let read = im
+        .read
+        .iter()
+        .map(|m| {
+            view! {
+                <tr><td><code>{m.from.clone()}</code></td><td><code>{m.value.clone()}</code></td>
+                    <td><code>{m.to.clone()}</code></td><td><code>{m.set.to_string()}</code></td></tr>
+            }
+        })
+        .collect_view();
+    let ignored = im
+        .ignored
+        .iter()
+        .map(|i| view! { <li><code>{i.key.clone()}</code>": "{i.reason.clone()}</li> })
+        .collect_view();
+    let n_ignored = im.ignored.len();
+    view! {
+        <div id="import-report">
+            <p id="import-recognised"><strong>"Recognised: "</strong>{im.format_name.clone()}</p>
+            <div class="scroll-x">
+                <table class="import-read">
+                    <caption>{format!("Read: {} settings", im.read.len())}</caption>
+                    <thead><tr><th>"In the file"</th><th>"Value"</th><th>"Our key"</th><th>"Set to"</th></tr></thead>
+                    <tbody>{read}</tbody>
+                </table>
+            </div>
+            <details id="import-ignored">
+                <summary>{format!("Not read: {n_ignored} settings")}</summary>
+                <ul>{ignored}</ul>
+            </details>
+            <p id="import-from-base" class="hint">"Kept from the page (the file has no place for them): "
+                {im.from_base.join(", ")}</p>
+        </div>
     }
 }

@@ -260,9 +260,16 @@ pub(super) fn reason(key: &str) -> String {
         "--make-vocab-size-divisible-by",
         "--norm-epsilon",
         "--use-rotary-position-embeddings",
+        "--no-position-embedding",
     ];
     if SHAPE.contains(&key) {
         return "a model-shape argument: the model is the base's (--model)".into();
+    }
+    if key.starts_with("--moe-router-load-balancing") || key.starts_with("--moe-aux-loss") {
+        return "the router's balancing loss: a hyperparameter, no memory of its own".into();
+    }
+    if key == "--moe-grouped-gemm" || key == "--moe-token-dispatcher-type" {
+        return "an MoE kernel or token dispatcher choice: its buffers are not modelled".into();
     }
     if key.contains("lr")
         || key.contains("weight-decay")

@@ -26,6 +26,10 @@ fn main() {
         "gpuFit" => calc_core::export::GpuFit,
         "planRequest" => calc_core::plan::PlanRequest,
         "planResult" => calc_core::plan::PlanResult,
+        "format" => calc_core::formats::Format,
+        "formatInfo" => calc_core::formats::FormatInfo,
+        "imported" => calc_core::formats::Imported,
+        "importOptions" => gpu_mem_calc::ImportOptions,
     }
     let defs: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     let schema = json!({

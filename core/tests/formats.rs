@@ -481,6 +481,43 @@ fn megatron_command_line_as_published() {
 }
 
 #[test]
+fn trainer_script_command_lines_as_published() {
+    // transformers' language-modeling README: run_clm.py on GPT-2 with no batch flags, so
+    // TrainingArguments' defaults (per_device_train_batch_size 8, fp32, adamw_torch)
+    let im = check(
+        "hf_trainer_run_clm_gpt2.sh",
+        json!({}),
+        Format::HfTrainer,
+        &[
+            ("model.preset", json!("gpt2")),
+            ("engine.type", json!("ddp")),
+            ("training.micro_batch_size", json!(8)),
+            ("training.gradient_accumulation_steps", json!(1)),
+            ("training.precision", json!("fp32")),
+            ("training.optimizer", json!("adamw")),
+            ("training.optimizer_impl", json!("foreach")),
+            ("training.activation_checkpointing", json!("none")),
+        ],
+    );
+    assert!(ignored(&im, "dataset_name") && ignored(&im, "output_dir"));
+    // transformers' DeepSpeed guide, single GPU: the ds_config is a path (not followed), T5 is
+    // not a preset (the base's model)
+    let im = check(
+        "hf_trainer_run_translation_deepspeed.sh",
+        json!({"model": {"preset": "llama-3.2-1b"}, "engine": {"type": "deepspeed", "zero_stage": 2}, "hardware": {"num_gpus": 1}}),
+        Format::HfTrainer,
+        &[
+            ("model.preset", json!("llama-3.2-1b")),
+            ("engine.type", json!("deepspeed")),
+            ("engine.zero_stage", json!(2)),
+            ("training.micro_batch_size", json!(1)),
+            ("training.precision", json!("amp_fp16")),
+        ],
+    );
+    assert!(ignored(&im, "deepspeed") && ignored(&im, "model_name_or_path"));
+}
+
+#[test]
 fn megatron_moe_command_line_as_published() {
     // Mixtral 8x7B: PP 4 x EP 8 on 32 GPUs (4 nodes of 8), so data-parallel 8 and a global
     // batch of 256 = 1 x 8 x 32 micro-batches

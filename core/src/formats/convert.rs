@@ -548,6 +548,18 @@ pub(super) fn detect(text: &str) -> Result<(Format, Parsed), FieldError> {
             if has_word(&|w| w.starts_with("sglang.launch_server") || w == "sglang") {
                 return Ok((Format::Sglang, Parsed::Words(words)));
             }
+            // a Trainer example script's flags: TrainingArguments on the command line
+            // (transformers' examples: `python run_clm.py --per_device_train_batch_size 8
+            // --do_train --output_dir ...`)
+            if has_word(&|w| {
+                let name = w.split('=').next().unwrap_or("");
+                matches!(
+                    name,
+                    "--per_device_train_batch_size" | "--output_dir" | "--do_train"
+                )
+            }) {
+                return Ok((Format::HfTrainer, Parsed::Words(words)));
+            }
             if has_word(&|w| {
                 w.contains("pretrain_")
                     || w.starts_with("--tensor-model-parallel-size")
@@ -557,7 +569,7 @@ pub(super) fn detect(text: &str) -> Result<(Format, Parsed), FieldError> {
                 return Ok((Format::Megatron, Parsed::Words(words)));
             }
             return Err(unknown(
-                "a command line of none of vllm serve, sglang.launch_server or Megatron-LM's pretrain scripts",
+                "a command line of none of vllm serve, sglang.launch_server, a Trainer script's TrainingArguments or Megatron-LM's pretrain scripts",
             ));
         }
     }
@@ -649,6 +661,24 @@ pub fn import(
             input
         }
         Parsed::Tree(v) => Input::tree(&v),
+        // TrainingArguments as flags: `--per_device_train_batch_size 8` is the JSON key
+        // `per_device_train_batch_size` (HfArgumentParser's dest)
+        Parsed::Words(w) if format == Format::HfTrainer => {
+            let mut input = args::parse(&w, format);
+            input.keys = input
+                .keys
+                .into_iter()
+                .map(|(k, v)| (k.trim_start_matches('-').replace('-', "_"), v))
+                .collect();
+            // a flag left out is TrainingArguments' default (transformers/training_args.py),
+            // not the base's: a script's line says everything it changes
+            for (k, v) in hf_trainer::FLAG_DEFAULTS {
+                if !input.keys.contains_key(*k) {
+                    input.keys.insert(k.to_string(), (*v).into());
+                }
+            }
+            input
+        }
         Parsed::Words(w) => args::parse(&w, format),
     };
     // each format's reader and its reasons for the keys it leaves

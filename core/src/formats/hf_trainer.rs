@@ -24,6 +24,35 @@ pub(super) const FROM_BASE: &[&str] = &[
     "overheads",
 ];
 
+/// TrainingArguments' defaults (transformers/training_args.py) of the keys the estimate
+/// reads, for a Trainer script's command line that leaves them out.
+pub(super) const FLAG_DEFAULTS: &[(&str, FlagDefault)] = &[
+    ("per_device_train_batch_size", FlagDefault::Count(8)),
+    ("gradient_accumulation_steps", FlagDefault::Count(1)),
+    ("bf16", FlagDefault::Flag(false)),
+    ("fp16", FlagDefault::Flag(false)),
+    ("gradient_checkpointing", FlagDefault::Flag(false)),
+    ("optim", FlagDefault::Name("adamw_torch")),
+];
+
+/// A default value of [`FLAG_DEFAULTS`].
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FlagDefault {
+    Count(u64),
+    Flag(bool),
+    Name(&'static str),
+}
+
+impl From<FlagDefault> for Value {
+    fn from(d: FlagDefault) -> Value {
+        match d {
+            FlagDefault::Count(n) => json!(n),
+            FlagDefault::Flag(b) => json!(b),
+            FlagDefault::Name(s) => json!(s),
+        }
+    }
+}
+
 /// HF `optim` names (transformers/training_args.py `OptimizerNames`) and ours.
 pub(super) const OPTIM: &[(&str, &str, OptimizerImpl)] = &[
     ("adamw_torch_fused", "adamw", OptimizerImpl::Fused),
@@ -184,6 +213,10 @@ pub(super) fn read_reshard(im: &mut Import, key: &str, v: &Value) {
 
 /// Reads TrainingArguments keys.
 pub(super) fn read(im: &mut Import) {
+    // a Trainer script's model argument (not a TrainingArguments key)
+    if let Some(v) = im.take("model_name_or_path") {
+        im.model_from_hf_id("model_name_or_path", &v);
+    }
     im.count("per_device_train_batch_size", "training.micro_batch_size");
     im.count(
         "gradient_accumulation_steps",

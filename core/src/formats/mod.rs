@@ -112,7 +112,9 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Deepspeed => "DeepSpeed ds_config.json",
-            Format::HfTrainer => "Hugging Face TrainingArguments (JSON)",
+            Format::HfTrainer => {
+                "Hugging Face TrainingArguments (JSON or a Trainer script's flags)"
+            }
             Format::Accelerate => "accelerate config (YAML)",
             Format::Torchtune => "torchtune recipe config (YAML)",
             Format::Axolotl => "Axolotl config (YAML)",

@@ -973,23 +973,24 @@ fn Breakdown(last_good: Memo<Option<Estimate>>) -> impl IntoView {
 fn ExportTool(doc: RwSignal<Value>, ctx: Memo<Context>, status: RwSignal<String>) -> impl IntoView {
     use calc_core::formats::Format;
     let chosen = RwSignal::new(Format::Deepspeed);
-    let offered = move || {
+    let offered = Memo::new(move |_| {
         ctx.with(|c| {
             Format::ALL
                 .into_iter()
                 .filter(|f| f.applies(c))
                 .collect::<Vec<_>>()
         })
-    };
+    });
     // the chosen format, or the first offered when the chosen one does not apply
     let current = Memo::new(move |_| {
-        let offered = offered();
         let c = chosen.get();
-        if offered.contains(&c) {
-            Some(c)
-        } else {
-            offered.first().copied()
-        }
+        offered.with(|o| {
+            if o.contains(&c) {
+                Some(c)
+            } else {
+                o.first().copied()
+            }
+        })
     });
     let on_export = move |_| {
         let Some(f) = current.get_untracked() else {
@@ -1013,7 +1014,7 @@ fn ExportTool(doc: RwSignal<Value>, ctx: Memo<Context>, status: RwSignal<String>
             <select id="export-format"
                 prop:value=move || current.get().map(Format::id).unwrap_or_default()
                 on:change=move |ev| if let Some(f) = Format::from_id(&event_target_value(&ev)) { chosen.set(f) }>
-                {move || offered().into_iter().map(|f| view! {
+                {move || offered.get().into_iter().map(|f| view! {
                     <option value=f.id() selected=move || current.get() == Some(f)>{f.name()}</option>
                 }).collect_view()}
             </select>

@@ -171,55 +171,43 @@ impl Import {
             self.put(key, v, to, kept.clone());
             return kept.as_u64();
         }
-        match as_count(v) {
-            Some(n) => {
-                self.put(key, v, to, json!(n));
-                Some(n)
-            }
-            None => {
-                self.fail(key, v, "must be a whole number");
-                None
-            }
+        let n = self.parsed(key, v, as_count, "must be a whole number")?;
+        self.put(key, v, to, json!(n));
+        Some(n)
+    }
+    /// `v` (the file's `key`) as `parse` reads it; a value it cannot read is a field error
+    /// at `key` with `message`.
+    fn parsed<T>(
+        &mut self,
+        key: &str,
+        v: &Value,
+        parse: fn(&Value) -> Option<T>,
+        message: &str,
+    ) -> Option<T> {
+        let r = parse(v);
+        if r.is_none() {
+            self.fail(key, v, message);
         }
+        r
     }
     /// The file's `key` as a boolean (`true`/`false`, YAML's yes/no, `"true"`).
     pub fn flag(&mut self, key: &str) -> Option<bool> {
         let v = self.take(key)?;
-        match as_bool(&v) {
-            Some(b) => Some(b),
-            None => {
-                self.fail(key, &v, "must be true or false");
-                None
-            }
-        }
+        self.parsed(key, &v, as_bool, "must be true or false")
     }
     /// The file's `key` as a boolean, read into `to`.
     pub fn flag_into(&mut self, key: &str, to: &str) -> Option<bool> {
         let v = self.take(key)?;
-        match as_bool(&v) {
-            Some(b) => {
-                self.put(key, &v, to, json!(b));
-                Some(b)
-            }
-            None => {
-                self.fail(key, &v, "must be true or false");
-                None
-            }
-        }
+        let b = self.parsed(key, &v, as_bool, "must be true or false")?;
+        self.put(key, &v, to, json!(b));
+        Some(b)
     }
     /// The file's `key` as a float, read into `to`.
     pub fn float_into(&mut self, key: &str, to: &str) -> Option<f64> {
         let v = self.take(key)?;
-        match as_f64(&v) {
-            Some(x) => {
-                self.put(key, &v, to, json!(x));
-                Some(x)
-            }
-            None => {
-                self.fail(key, &v, "must be a number");
-                None
-            }
-        }
+        let x = self.parsed(key, &v, as_f64, "must be a number")?;
+        self.put(key, &v, to, json!(x));
+        Some(x)
     }
 
     /// A parallel size: the file's `key` read into `to` (a whole number), else 1 set there.
@@ -672,9 +660,9 @@ pub fn import(
                 .collect();
             // a flag left out is TrainingArguments' default (transformers/training_args.py),
             // not the base's: a script's line says everything it changes
-            for (k, v) in hf_trainer::FLAG_DEFAULTS {
-                if !input.keys.contains_key(*k) {
-                    input.keys.insert(k.to_string(), (*v).into());
+            for (k, v) in hf_trainer::flag_defaults() {
+                if !input.keys.contains_key(k) {
+                    input.keys.insert(k.to_string(), v);
                 }
             }
             input

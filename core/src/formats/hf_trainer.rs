@@ -26,31 +26,15 @@ pub(super) const FROM_BASE: &[&str] = &[
 
 /// TrainingArguments' defaults (transformers/training_args.py) of the keys the estimate
 /// reads, for a Trainer script's command line that leaves them out.
-pub(super) const FLAG_DEFAULTS: &[(&str, FlagDefault)] = &[
-    ("per_device_train_batch_size", FlagDefault::Count(8)),
-    ("gradient_accumulation_steps", FlagDefault::Count(1)),
-    ("bf16", FlagDefault::Flag(false)),
-    ("fp16", FlagDefault::Flag(false)),
-    ("gradient_checkpointing", FlagDefault::Flag(false)),
-    ("optim", FlagDefault::Name("adamw_torch")),
-];
-
-/// A default value of [`FLAG_DEFAULTS`].
-#[derive(Debug, Clone, Copy)]
-pub(super) enum FlagDefault {
-    Count(u64),
-    Flag(bool),
-    Name(&'static str),
-}
-
-impl From<FlagDefault> for Value {
-    fn from(d: FlagDefault) -> Value {
-        match d {
-            FlagDefault::Count(n) => json!(n),
-            FlagDefault::Flag(b) => json!(b),
-            FlagDefault::Name(s) => json!(s),
-        }
-    }
+pub(super) fn flag_defaults() -> [(&'static str, Value); 6] {
+    [
+        ("per_device_train_batch_size", json!(8)),
+        ("gradient_accumulation_steps", json!(1)),
+        ("bf16", json!(false)),
+        ("fp16", json!(false)),
+        ("gradient_checkpointing", json!(false)),
+        ("optim", json!("adamw_torch")),
+    ]
 }
 
 /// HF `optim` names (transformers/training_args.py `OptimizerNames`) and ours.

@@ -463,10 +463,10 @@ pub const SECTIONS: &[Section] = &[
         f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
     ]},
     Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[
-        f("engine.reduce_bucket_size", "Reduce bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed zero_optimization.reduce_bucket_size."),
+        f("engine.reduce_bucket_size", "Reduce bucket", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed zero_optimization.reduce_bucket_size."),
         f("engine.overlap_comm", "Overlap communication", "", C(Choices::EngineDefaultOrBool), true, TRAIN, EngineOption, None, "DeepSpeed zero_optimization.overlap_comm (default: on at ZeRO-3): ZeRO 1-2 double-buffer the reduce bucket."),
-        f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_prefetch_bucket_size."),
-        f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed stage3_max_live_parameters."),
+        f("engine.stage3_prefetch_bucket_size", "ZeRO-3 prefetch bucket", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_prefetch_bucket_size."),
+        f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_max_live_parameters."),
         f("engine.stage3_max_reuse_distance", "ZeRO-3 max reuse distance", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_max_reuse_distance: parameters reused sooner stay gathered (the last layers of forward into backward)."),
         f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
         f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),

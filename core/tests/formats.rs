@@ -284,22 +284,43 @@ fn deepspeed_files_as_published() {
             ("engine.stage3_max_live_parameters", json!(1_000_000_000)),
         ],
     );
-    // transformers' test config writes 0 for the reduce and prefetch buckets, below the
-    // schema's range (1 to 10^15): refused at the file's keys, not silently changed
-    let e = import(
-        &fixture("transformers_ds_config_zero3.json"),
-        &cfg(json!({"model": {"preset": "llama-3.1-8b"}})),
-        None,
-    )
-    .unwrap_err();
-    let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
-    assert_eq!(
-        fields,
-        [
-            "zero_optimization.reduce_bucket_size",
-            "zero_optimization.stage3_prefetch_bucket_size"
-        ]
+    // transformers' test config writes 0 for the reduce and prefetch buckets, which
+    // DeepSpeed accepts (runtime/zero/config.py: ge=0): no ipg buffer, every parameter
+    // reduced alone, nothing prefetched
+    let base6 = json!({"model": {"preset": "llama-3.1-8b"}, "training": {"seq_len": 16}, "hardware": {"num_gpus": 6}});
+    let im = check(
+        "transformers_ds_config_zero3.json",
+        base6,
+        Format::Deepspeed,
+        &[
+            ("engine.zero_stage", json!(3)),
+            ("engine.offload_optimizer", json!("cpu")),
+            ("engine.offload_param", json!("cpu")),
+            ("engine.reduce_bucket_size", json!(0)),
+            ("engine.stage3_prefetch_bucket_size", json!(0)),
+            ("engine.stage3_param_persistence_threshold", json!(0)),
+            ("engine.stage3_max_live_parameters", json!(1_000_000_000)),
+            ("engine.sub_group_size", json!(100_000_000_000_000u64)),
+            ("training.precision", json!("amp_fp16")),
+            ("training.optimizer", json!("adamw")),
+        ],
     );
+    // the file sets the optimizer: not listed as taken from the base
+    assert!(!im.from_base.iter().any(|k| k == "training.optimizer"));
+    assert!(im.from_base.iter().any(|k| k == "model"));
+    // each parameter is a bucket of its own; reduce_scatter_coalesced flattens one only
+    // when its elements do not divide over the 6 ranks. Llama-3.1-8B's largest such is an
+    // MLP matrix: 14336 x 4096 = 58720256 elements, padded to 6 x ceil(58720256 / 6) =
+    // 58720260, fp16 gradients: 117440520 B at the last layer's backward (seq 16: the loss
+    // is small, so that moment is the peak). The embedding and LM head, 128256 x 4096,
+    // divide by 6 (128256 = 6 x 21376) and are reduced in place.
+    let est = estimate(&im.config).unwrap();
+    let bwd = est
+        .phases
+        .iter()
+        .find(|p| p.phase == calc_core::PhaseName::Backward)
+        .unwrap();
+    assert_eq!(bwd.components["communication_buffers"], 117_440_520);
 }
 
 #[test]

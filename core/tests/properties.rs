@@ -177,20 +177,27 @@ proptest! {
     #![proptest_config(config())]
 
     /// Adding ranks to a DeepSpeed ZeRO-3 or FSDP1 full-shard group never raises the bytes
-    /// per GPU (any model preset, micro-batch, sequence, recomputation; any two GPU counts).
+    /// per GPU (any model preset, micro-batch, sequence, recomputation) when the counts are
+    /// powers of two, 1 to 512. Not for any two counts: ZeRO-3 reduces a parameter larger
+    /// than `reduce_bucket_size` alone and flattens it only when it does not divide over
+    /// the ranks (`coalesced_collectives.py` reduce_scatter_coalesced pads it), so a count
+    /// that stops dividing can add that copy (found by this property over any two counts:
+    /// Qwen2.5-7B, ZeRO-3 with offload, 1 -> 29 GPUs adds 90 MB: the 152064 x 3584
+    /// embedding gradient, 1.09 GB flattened, over the 1 GB bucket).
     #[test]
     fn more_zero3_or_fsdp1_ranks_never_raise_per_gpu_bytes(
-        m in 0usize..64, e in 0usize..4, gpus in 1u64..600, more in 1u64..600,
+        m in 0usize..64, e in 0usize..4, k in 0u32..7, j in 1u32..3,
         mbs in 1u64..5, seq in 7u32..14, r in 0usize..3,
     ) {
         let model = model_ids()[m % model_ids().len()];
-        let (few, many) = shard_pair(model, full_shard_engine(e), gpus, gpus + more, mbs, 1 << seq, r);
+        let (gpus, more) = (1u64 << k, 1u64 << (k + j));
+        let (few, many) = shard_pair(model, full_shard_engine(e), gpus, more, mbs, 1 << seq, r);
         prop_assume!(few.is_some());
         let (few, many) = (few.unwrap(), many.expect("more ranks of a valid layout are valid"));
         prop_assert!(
             many.peak_allocated_bytes <= few.peak_allocated_bytes,
             "{model} {}: {} GPUs {} B > {} GPUs {} B",
-            full_shard_engine(e), gpus + more, many.peak_allocated_bytes, gpus, few.peak_allocated_bytes
+            full_shard_engine(e), more, many.peak_allocated_bytes, gpus, few.peak_allocated_bytes
         );
     }
 

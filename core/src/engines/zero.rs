@@ -83,6 +83,14 @@ impl ZeroOptions {
                 "optimizer offload needs zero_stage 1, 2 or 3",
             );
         }
+        // DeepSpeed's own bounds (runtime/zero/config.py: ge=0) except the sub-group size,
+        // where 0 means one parameter per sub-group, which the step's term does not model
+        e.range(
+            "engine.sub_group_size",
+            self.sub_group_size,
+            1,
+            limits::MAX_PARAMS,
+        );
         for (f, v) in [
             ("engine.reduce_bucket_size", self.reduce_bucket_size),
             (
@@ -93,11 +101,6 @@ impl ZeroOptions {
                 "engine.stage3_max_live_parameters",
                 self.stage3_max_live_parameters,
             ),
-            ("engine.sub_group_size", self.sub_group_size),
-        ] {
-            e.range(f, v, 1, limits::MAX_PARAMS);
-        }
-        for (f, v) in [
             (
                 "engine.stage3_max_reuse_distance",
                 self.stage3_max_reuse_distance,
@@ -289,15 +292,33 @@ impl ZeroOptions {
                     "DeepSpeed stage3.py: the ipg bucket buffer (reduce_bucket_size elements, default 5e8), allocated at initialization",
                 );
                 // __avg_scatter_grads -> reduce_scatter_coalesced flattens a full bucket's
-                // gradients (`cat`) for the reduce-scatter
-                let flat = if self.reduce_bucket_size > params {
+                // gradients (`cat`) for the reduce-scatter. A parameter larger than the
+                // bucket is reduced alone (reduce_independent_p_g_buckets_and_remove_grads
+                // reduces the bucket before adding it; a reduce_bucket_size of 0, as in
+                // transformers' tests, makes every parameter one): flattened only when its
+                // elements do not divide over the ranks, padded to them (coalesced_collectives.py:
+                // "if there's only one tensor being reduced and we don't need to pad")
+                let lone = p
+                    .tensors
+                    .iter()
+                    .filter_map(|t| {
+                        let elems = t.rows * t.row_elems;
+                        let ranks = if t.expert { edp } else { dp }.max(1);
+                        (elems > self.reduce_bucket_size && elems % ranks != 0)
+                            .then(|| elems.div_ceil(ranks) * ranks)
+                    })
+                    .max()
+                    .unwrap_or(0);
+                let flat = if lone > self.reduce_bucket_size.min(params) {
+                    n(lone, "elements of a parameter over the bucket, padded") * bytes(b.grad)
+                } else if self.reduce_bucket_size > params {
                     n(params, "params") * bytes(b.grad)
                 } else {
                     ipg
                 };
                 s.backward_buffers = Term::new(
                     flat,
-                    "DeepSpeed stage3.py __avg_scatter_grads / coalesced_collectives.py reduce_scatter_coalesced: a bucket's gradients flattened for the reduce-scatter, during backward",
+                    "DeepSpeed stage3.py __avg_scatter_grads / coalesced_collectives.py reduce_scatter_coalesced: a bucket's gradients flattened for the reduce-scatter, during backward (a parameter over reduce_bucket_size is a bucket of its own, flattened only when padded to the ranks)",
                 );
             } else {
                 // stage_1_and_2.py setup_buckets: allocated when backward starts, a second

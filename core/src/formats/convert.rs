@@ -347,13 +347,26 @@ impl Import {
         };
         let config = Config::from_value(self.doc).map_err(|e| mapped(e, &self.read))?;
         crate::resolve::resolve(&config).map_err(|e| mapped(e, &self.read))?;
+        // the format's keys without a place of their own, less those this file did set (a
+        // DeepSpeed file with an optimizer block, a line naming a preset)
+        let from_base = format
+            .from_base()
+            .iter()
+            .filter(|k| {
+                !self.read.iter().any(|m| {
+                    m.to.strip_prefix(**k)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+                })
+            })
+            .map(|s| s.to_string())
+            .collect();
         Ok(Imported {
             format,
             format_name: format.name().to_string(),
             config,
             read: self.read,
             ignored: self.ignored,
-            from_base: format.from_base().iter().map(|s| s.to_string()).collect(),
+            from_base,
         })
     }
 }

@@ -138,6 +138,8 @@ enum Cmd {
         /// nodes).
         #[arg(long)]
         max_gpus: Option<u64>,
+        /// GPUs per node (`hardware.gpus_per_node`): tensor parallelism stays within a node
+        /// and a larger job is whole nodes (default: the config's, else 8).
         #[arg(long)]
         gpus_per_node: Option<u64>,
         /// Tokens per sequence (`training.seq_len`; default: the config's, else 2048).

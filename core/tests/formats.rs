@@ -479,10 +479,11 @@ fn torchtitan_files_as_published() {
 
 #[test]
 fn megatron_command_line_as_published() {
-    // GPT-3 175B: TP 8 x PP 16 on 128 GPUs, so data-parallel 1 and 1536 micro-batches of 1
+    // GPT-3 175B: TP 8 x PP 16 on 128 GPUs, so data-parallel 1 and 1536 micro-batches of 1;
+    // the model from its shape arguments over the base's Llama
     let im = check(
         "megatron_gpt3_175b.sh",
-        json!({"model": {"preset": "gpt3-175b"}, "hardware": {"gpu": "a100-80gb"}}),
+        json!({"model": {"preset": "llama-3.1-8b"}, "hardware": {"gpu": "a100-80gb"}}),
         Format::Megatron,
         &[
             ("engine.type", json!("megatron")),
@@ -496,9 +497,90 @@ fn megatron_command_line_as_published() {
             ("training.seq_len", json!(2048)),
             ("training.precision", json!("amp_fp16")),
             ("training.activation_checkpointing", json!("none")),
+            // Megatron's defaults: LayerNorm, GeLU, biases, learned positions, tied output
+            ("model.model_type", json!("gpt2")),
+            ("model.num_hidden_layers", json!(96)),
+            ("model.hidden_size", json!(12288)),
+            ("model.num_attention_heads", json!(96)),
+            ("model.num_key_value_heads", json!(96)),
+            ("model.intermediate_size", json!(4 * 12288)),
+            ("model.max_position_embeddings", json!(2048)),
+            // GPT-2 BPE (the --vocab-file/--merge-file pair): 50257 padded to a multiple of
+            // 128 x TP 8 = 1024: 50 x 1024
+            ("model.vocab_size", json!(51_200)),
+            ("model.tie_word_embeddings", json!(true)),
         ],
     );
-    assert!(ignored(&im, "--hidden-size") && ignored(&im, "--lr"));
+    assert!(ignored(&im, "--lr") && ignored(&im, "--vocab-file"));
+    assert!(!im.from_base.iter().any(|k| k == "model"));
+    // per layer 12 h^2 + 13 h (QKV 3h^2 + 3h, projection h^2 + h, MLP 8h^2 + 5h, two
+    // LayerNorms 4h) = 1812099072 at h 12288, x 96; embedding 51200 h, positions 2048 h,
+    // final LayerNorm 2h: 174615846912, the paper's "174.6B"
+    let est = estimate(&im.config).unwrap();
+    assert_eq!(est.params.total, 174_615_846_912);
+    // given separately, the model wins and every shape argument says so
+    let im = import(
+        &fixture("megatron_gpt3_175b.sh"),
+        &cfg(json!({})),
+        Some(&calc_core::config::ModelSpec::preset("gpt3-175b")),
+    )
+    .unwrap();
+    assert_eq!(
+        im.config.model,
+        calc_core::config::ModelSpec::preset("gpt3-175b")
+    );
+    assert!(im.read.iter().all(|m| !m.to.starts_with("model")));
+    assert!(ignored(&im, "--hidden-size") && ignored(&im, "--num-layers"));
+}
+
+#[test]
+fn megatron_shape_arguments_without_a_family_keep_the_base_model() {
+    let base = cfg(json!({"model": {"preset": "llama-3.1-8b"}, "hardware": {"num_gpus": 8}}));
+    let llama = "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 \
+        --num-attention-heads 32 --max-position-embeddings 8192 --swiglu --normalization RMSNorm \
+        --position-embedding-type rope --disable-bias-linear --seq-length 8192";
+    let why = |im: &calc_core::formats::Imported, k: &str| {
+        im.ignored
+            .iter()
+            .find(|i| i.key == k)
+            .map(|i| i.reason.clone())
+            .unwrap_or_default()
+    };
+    // a tokenizer file of unknown size: the base's model, said at every shape argument
+    let im = import(
+        &format!("{llama} --tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/x"),
+        &base,
+        None,
+    )
+    .unwrap();
+    assert_eq!(im.config.model, base.model);
+    assert!(
+        why(&im, "--hidden-size").contains("--vocab-size"),
+        "{:?}",
+        im.ignored
+    );
+    assert!(why(&im, "--num-layers").contains("the model is the base's"));
+    // with --vocab-size it builds Llama-3.1-8B's shape: 128256 is a multiple of 128 x TP 1;
+    // --ffn-hidden-size left out is int(8 x 4096 / 3 / 64) x 64 = 10880 (arguments.py)
+    let im = import(
+        &format!("{llama} --vocab-size 128256 --group-query-attention --num-query-groups 8"),
+        &base,
+        None,
+    )
+    .unwrap();
+    let m = serde_json::to_value(&im.config.model).unwrap();
+    assert_eq!(m["model_type"], "llama");
+    assert_eq!(m["intermediate_size"], 10880);
+    assert_eq!(m["num_key_value_heads"], 8);
+    assert_eq!(m["vocab_size"], 128_256);
+    // SwiGLU with LayerNorm: no family here has it
+    let im = import("pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 128 --swiglu --vocab-size 1000", &base, None).unwrap();
+    assert_eq!(im.config.model, base.model);
+    assert!(
+        why(&im, "--swiglu").contains("no model family here has this mix (MLP SwiGLU, LayerNorm"),
+        "{:?}",
+        im.ignored
+    );
 }
 
 #[test]
@@ -544,7 +626,7 @@ fn megatron_moe_command_line_as_published() {
     // batch of 256 = 1 x 8 x 32 micro-batches
     let im = check(
         "megatron_mixtral_8x7b.sh",
-        json!({"model": {"preset": "mixtral-8x7b-v0.1"}, "hardware": {"gpu": "h100-80gb"}}),
+        json!({"model": {"preset": "llama-3.1-8b"}, "hardware": {"gpu": "h100-80gb"}}),
         Format::Megatron,
         &[
             ("engine.type", json!("megatron")),
@@ -560,9 +642,26 @@ fn megatron_moe_command_line_as_published() {
             ("training.seq_len", json!(4096)),
             ("training.precision", json!("amp_bf16")),
             ("training.activation_checkpointing", json!("none")),
+            // SwiGLU, RMSNorm, RoPE, no biases, 8 experts: Mixtral's own shape
+            ("model.model_type", json!("mixtral")),
+            ("model.num_hidden_layers", json!(32)),
+            ("model.hidden_size", json!(4096)),
+            ("model.num_key_value_heads", json!(8)),
+            ("model.intermediate_size", json!(14336)),
+            ("model.vocab_size", json!(32_000)),
+            ("model.tie_word_embeddings", json!(false)),
+            ("model.num_local_experts", json!(8)),
+            ("model.num_experts_per_tok", json!(2)),
         ],
     );
-    assert!(ignored(&im, "--num-experts") && ignored(&im, "--moe-grouped-gemm"));
+    assert!(ignored(&im, "--moe-grouped-gemm") && ignored(&im, "--tokenizer-model"));
+    // the same parameters as the Mixtral-8x7B preset (HF's config.json)
+    let preset =
+        cfg(json!({"model": {"preset": "mixtral-8x7b-v0.1"}, "hardware": {"num_gpus": 32}}));
+    assert_eq!(
+        estimate(&im.config).unwrap().params,
+        estimate(&preset).unwrap().params
+    );
     let why = |k: &str| {
         im.ignored
             .iter()

@@ -125,3 +125,24 @@ fn hf_config_inputs_never_panic() {
         );
     }
 }
+
+/// formats_import: another tool's file imported over a base. Found: a Megatron-LM line with
+/// `--micro-batch-size 0` and a `--global-batch-size` divided the global batch by
+/// micro-batch x data-parallel size = 0 (a panic in every build); now the global batch is
+/// refused at its key. The readers' products of parallel sizes saturate since.
+#[test]
+fn formats_import_inputs_never_panic() {
+    let base = Config::from_json_str(
+        r#"{"model": {"preset": "llama-3.2-1b"}, "training": {"seq_len": 512}}"#,
+    )
+    .unwrap();
+    for (path, bytes) in inputs("formats_import", 1) {
+        let text = String::from_utf8(bytes).expect("UTF-8 input");
+        let errors = calc_core::formats::import(&text, &base, None).expect_err("refused");
+        assert!(
+            errors.iter().any(|e| e.field == "--global-batch-size"),
+            "{}: {errors:?}",
+            path.display()
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! components of the most loaded GPU plus the fixed overheads, against the GPU's capacity.
 //! The numbers are `calc_core`'s; this module only draws them.
 
+use calc_core::report::saturating_sum;
 use calc_core::units::GIB;
 use calc_core::{COMPONENTS, Estimate};
 use plotters::prelude::*;
@@ -86,7 +87,7 @@ fn legend_entries(e: &Estimate) -> Vec<(String, RGBAColor)> {
     let mut legend: Vec<(String, RGBAColor)> = drawn_components(e)
         .map(|c| (c.replace('_', " "), component_color(c).mix(1.0)))
         .collect();
-    if e.overheads.values().sum::<u64>() > 0 {
+    if e.overheads.values().any(|b| *b > 0) {
         legend.push(("overheads".into(), GREY.mix(0.6)));
     }
     legend
@@ -119,12 +120,13 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
     } else {
         (root.clone(), None)
     };
-    let overhead: u64 = e.overheads.values().sum();
+    // byte sums saturate as core's do (calc_core::report::saturating_sum)
+    let overhead = saturating_sum(e.overheads.values().copied());
     let capacity = gib(e.gpu_memory_bytes);
     let tallest = e
         .phases
         .iter()
-        .map(|p| gib(p.allocated_bytes + overhead))
+        .map(|p| gib(p.allocated_bytes.saturating_add(overhead)))
         .fold(0.0, f64::max);
     let ymax = (capacity.max(tallest) * 1.12).max(1.0);
     let n = e.phases.len() as f64;
@@ -166,17 +168,18 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
             .iter()
             .enumerate()
             .filter_map(|(i, p)| {
-                let below: u64 = COMPONENTS
-                    .iter()
-                    .take_while(|c| **c != name)
-                    .map(|c| p.components[*c])
-                    .sum();
+                let below = saturating_sum(
+                    COMPONENTS
+                        .iter()
+                        .take_while(|c| **c != name)
+                        .map(|c| p.components[*c]),
+                );
                 let v = p.components[name];
                 (v > 0).then(|| {
                     Rectangle::new(
                         [
                             (i as f64 + 0.18, gib(below)),
-                            (i as f64 + 0.82, gib(below + v)),
+                            (i as f64 + 0.82, gib(below.saturating_add(v))),
                         ],
                         color.filled(),
                     )
@@ -195,7 +198,10 @@ fn draw<DB: DrawingBackend>(backend: DB, e: &Estimate) -> Result<(), String> {
                 Rectangle::new(
                     [
                         (i as f64 + 0.18, gib(p.allocated_bytes)),
-                        (i as f64 + 0.82, gib(p.allocated_bytes + overhead)),
+                        (
+                            i as f64 + 0.82,
+                            gib(p.allocated_bytes.saturating_add(overhead)),
+                        ),
                     ],
                     GREY.mix(0.6).filled(),
                 )

@@ -316,8 +316,11 @@ impl Import {
     ) -> Result<Imported, Vec<FieldError>> {
         if let Some(m) = model {
             // the caller's model (`--model`) wins over the file's
-            if let Some(i) = self.read.iter().position(|r| r.to == "model") {
-                let r = self.read.remove(i);
+            let (model_keys, rest): (Vec<Mapping>, Vec<Mapping>) = std::mem::take(&mut self.read)
+                .into_iter()
+                .partition(|r| r.to == "model" || r.to.starts_with("model."));
+            self.read = rest;
+            for r in model_keys {
                 self.ignore(&r.from, "the model was given separately (--model)");
             }
             set_path(&mut self.doc, "model", Value::Object(m.0.clone()));

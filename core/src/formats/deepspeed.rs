@@ -81,12 +81,12 @@ pub(super) fn read_at(im: &mut Import, prefix: &str) {
                 ]
                 .iter()
                 .map(|p| im.ours_count(&format!("parallelism.{p}")))
-                .product::<u64>();
+                .fold(1u64, u64::saturating_mul);
                 im.put(
                     &k("train_batch_size"),
                     &v,
                     "hardware.num_gpus",
-                    json!(dp * model_parallel),
+                    json!(dp.saturating_mul(model_parallel)),
                 );
             }
         } else {

@@ -2,8 +2,9 @@
 //! line (with `torchrun --nproc_per_node --nnodes` for the GPU count) or a YAML of the
 //! arguments (`tensor_model_parallel_size: 2`): parallel sizes, virtual and uneven pipeline
 //! stages, sequence parallelism, micro and global batch, sequence length, precision, the
-//! distributed optimizer and recomputation. Model-shape arguments are not read: the model is
-//! the base's (`--model`).
+//! distributed optimizer and recomputation; the model from its shape arguments when they
+//! describe one of the families here (a GPT with LayerNorm, GeLU and learned positions; a
+//! Llama-style decoder, dense or Mixtral-style MoE), else the base's (`--model`).
 
 use super::{Format, Import, as_count, cannot, text};
 use crate::config::{Config, Engine, Precision, Recompute};
@@ -60,9 +61,9 @@ pub(super) fn read(im: &mut Import) {
                 im.put(k, v, "hardware.gpus_per_node", json!(n));
                 im.put(
                     &format!("{k} x --nnodes"),
-                    &json!(n * nnodes),
+                    &json!(n.saturating_mul(nnodes)),
                     "hardware.num_gpus",
-                    json!(n * nnodes),
+                    json!(n.saturating_mul(nnodes)),
                 );
             }
             _ => im.fail(k, v, "must be a whole number"),
@@ -104,7 +105,11 @@ pub(super) fn read(im: &mut Import) {
     let layers = im.take("--num-layers");
     if let Some(v) = im.take("--num-layers-per-virtual-pipeline-stage") {
         match (as_count(&v), layers.as_ref().and_then(as_count)) {
-            (Some(n), Some(l)) if n > 0 && pp > 0 && l % (pp * n) == 0 => {
+            (Some(n), Some(l))
+                if pp
+                    .checked_mul(n)
+                    .is_some_and(|d| d > 0 && l.is_multiple_of(d)) =>
+            {
                 im.put(
                     "--num-layers-per-virtual-pipeline-stage",
                     &v,
@@ -119,15 +124,7 @@ pub(super) fn read(im: &mut Import) {
             ),
         }
     }
-    if let Some(v) = layers {
-        im.ignore(
-            "--num-layers",
-            format!(
-                "{}: the model's layers are the base's model's (--model)",
-                text(&v)
-            ),
-        );
-    }
+    read_model(im, layers, tp);
     if let Some(v) = im.take("--decoder-first-pipeline-num-layers") {
         im.count_value(
             "--decoder-first-pipeline-num-layers",
@@ -147,10 +144,11 @@ pub(super) fn read(im: &mut Import) {
         .unwrap_or_else(|| im.ours_count("training.micro_batch_size"));
     if let Some(v) = im.take("--global-batch-size") {
         let gpus = im.ours_count("hardware.num_gpus");
-        let dp = gpus / (tp * pp * cp).max(1);
-        match as_count(&v) {
-            Some(g) if dp >= 1 && g % (mbs * dp) == 0 && g > 0 => {
-                im.put("--global-batch-size", &v, "training.gradient_accumulation_steps", json!(g / (mbs * dp)));
+        // saturating and checked: the file's numbers may be anything (fuzz/formats_import)
+        let dp = gpus / tp.saturating_mul(pp).saturating_mul(cp).max(1);
+        match (as_count(&v), mbs.checked_mul(dp).filter(|u| *u > 0)) {
+            (Some(g), Some(unit)) if g > 0 && g.is_multiple_of(unit) => {
+                im.put("--global-batch-size", &v, "training.gradient_accumulation_steps", json!(g / unit));
             }
             _ => im.fail("--global-batch-size", &v, format!("must be a multiple of --micro-batch-size x the data-parallel size ({mbs} x {dp})")),
         }
@@ -239,31 +237,16 @@ pub(super) fn read(im: &mut Import) {
 
 /// Why a Megatron-LM argument is not read.
 pub(super) fn reason(key: &str) -> String {
-    const SHAPE: &[&str] = &[
-        "--hidden-size",
-        "--ffn-hidden-size",
-        "--num-attention-heads",
-        "--num-query-groups",
-        "--group-query-attention",
-        "--kv-channels",
-        "--max-position-embeddings",
-        "--swiglu",
-        "--normalization",
-        "--position-embedding-type",
-        "--untie-embeddings-and-output-weights",
-        "--disable-bias-linear",
-        "--vocab-size",
-        "--num-experts",
-        "--moe-router-topk",
-        "--moe-ffn-hidden-size",
-        "--rotary-base",
-        "--make-vocab-size-divisible-by",
-        "--norm-epsilon",
-        "--use-rotary-position-embeddings",
-        "--no-position-embedding",
-    ];
-    if SHAPE.contains(&key) {
-        return "a model-shape argument: the model is the base's (--model)".into();
+    // the shape arguments are read by read_model; these others change no tensor's size
+    if matches!(
+        key,
+        "--rotary-base"
+            | "--rotary-percent"
+            | "--norm-epsilon"
+            | "--use-rope-scaling"
+            | "--rope-scaling-factor"
+    ) {
+        return "a model hyperparameter: no memory of its own".into();
     }
     if key.starts_with("--moe-router-load-balancing") || key.starts_with("--moe-aux-loss") {
         return "the router's balancing loss: a hyperparameter, no memory of its own".into();
@@ -484,4 +467,282 @@ pub(super) fn wrap(words: &[String], head: usize) -> String {
         i += 1;
     }
     out
+}
+
+/// Megatron-LM's model-shape arguments, read together.
+const SHAPE_ARGS: &[&str] = &[
+    "--hidden-size",
+    "--num-attention-heads",
+    "--ffn-hidden-size",
+    "--group-query-attention",
+    "--num-query-groups",
+    "--kv-channels",
+    "--max-position-embeddings",
+    "--swiglu",
+    "--normalization",
+    "--position-embedding-type",
+    "--use-rotary-position-embeddings",
+    "--no-position-embedding",
+    "--untie-embeddings-and-output-weights",
+    "--disable-bias-linear",
+    "--add-qkv-bias",
+    "--vocab-size",
+    "--padded-vocab-size",
+    "--make-vocab-size-divisible-by",
+    "--tokenizer-type",
+    "--merge-file",
+    "--num-experts",
+    "--moe-router-topk",
+    "--moe-ffn-hidden-size",
+    "--moe-layer-freq",
+    "--moe-shared-expert-intermediate-size",
+];
+
+/// The model of `pretrain_gpt.py`'s shape arguments (megatron/training/arguments.py), as
+/// Hugging Face `config.json` keys of the family that builds the same tensors:
+/// * `gpt2`: Megatron's defaults, LayerNorm, GeLU MLP, biases, learned absolute positions;
+/// * `llama` (`mixtral` with `--num-experts`, every layer MoE): `--swiglu`,
+///   `--normalization RMSNorm`, `--position-embedding-type rope`, `--disable-bias-linear`;
+///   `qwen2` with `--add-qkv-bias` (dense).
+///
+/// Defaults as arguments.py sets them: `--ffn-hidden-size` 4 h, with `--swiglu`
+/// int(8 h / 3 / 64) x 64; `--kv-channels` h / heads; query groups 1 with
+/// `--group-query-attention`, else the heads; output layer tied to the embedding unless
+/// `--untie-embeddings-and-output-weights`; the MoE FFN the dense one. The vocabulary is
+/// `--padded-vocab-size`, else the tokenizer's (`--vocab-size`; GPT-2 BPE's 50257 for
+/// `GPT2BPETokenizer` or a `--vocab-file`/`--merge-file` pair without a type;
+/// `Llama2Tokenizer`'s 32000) padded to a multiple of `--make-vocab-size-divisible-by`
+/// (128) x TP (megatron/core/tokenizers/utils/build_tokenizer.py vocab_size_with_padding).
+/// Anything else (a tokenizer file of unknown size, a mix no family has) leaves the model
+/// the base's and says why at each argument.
+fn read_model(im: &mut Import, layers: Option<Value>, tp: u64) {
+    let mut got: Vec<(&str, Value)> = Vec::new();
+    for k in SHAPE_ARGS {
+        if let Some(v) = im.take(k) {
+            got.push((k, v));
+        }
+    }
+    let vocab_file = im.input.keys.get("--vocab-file").cloned();
+    let get = |k: &str| got.iter().find(|(g, _)| *g == k).map(|(_, v)| v.clone());
+    let flag = |k: &str| get(k).is_some_and(|v| super::as_bool(&v) != Some(false));
+    let count = |k: &str| get(k).and_then(|v| as_count(&v));
+    let built = (|| -> Result<Vec<(String, Value, &'static str, Value)>, String> {
+        let mut out: Vec<(String, Value, &'static str, Value)> = Vec::new();
+        let req = |k: &str, v: Option<u64>| {
+            v.filter(|n| *n > 0)
+                .ok_or(format!("{k} is needed to build the model here"))
+        };
+        let l = req("--num-layers", layers.as_ref().and_then(as_count))?;
+        let h = req("--hidden-size", count("--hidden-size"))?;
+        let heads = req("--num-attention-heads", count("--num-attention-heads"))?;
+        let swiglu = flag("--swiglu");
+        let norm = get("--normalization")
+            .map(|v| text(&v))
+            .unwrap_or("LayerNorm".into());
+        let rope = flag("--use-rotary-position-embeddings")
+            || get("--position-embedding-type").is_some_and(|v| text(&v) == "rope");
+        let pos = if rope {
+            "rope".to_string()
+        } else if flag("--no-position-embedding") {
+            "none".to_string()
+        } else {
+            get("--position-embedding-type")
+                .map(|v| text(&v))
+                .unwrap_or("learned_absolute".into())
+        };
+        let no_bias = flag("--disable-bias-linear");
+        let qkv_bias = flag("--add-qkv-bias");
+        let experts = count("--num-experts").filter(|n| *n > 0);
+        let family = match (
+            swiglu,
+            norm.as_str(),
+            pos.as_str(),
+            no_bias,
+            qkv_bias,
+            experts,
+        ) {
+            (false, "LayerNorm", "learned_absolute", false, _, None) => "gpt2",
+            (true, "RMSNorm", "rope", true, false, None) => "llama",
+            (true, "RMSNorm", "rope", true, true, None) => "qwen2",
+            (true, "RMSNorm", "rope", true, false, Some(_)) => "mixtral",
+            _ => {
+                return Err(format!(
+                    "no model family here has this mix (MLP {}, {norm}, positions {pos}, linear biases {}{}{})",
+                    if swiglu { "SwiGLU" } else { "GeLU" },
+                    if no_bias { "off" } else { "on" },
+                    if qkv_bias { ", QKV bias" } else { "" },
+                    if experts.is_some() { ", MoE" } else { "" },
+                ));
+            }
+        };
+        if get("--moe-layer-freq").is_some_and(|v| as_count(&v) != Some(1))
+            || get("--moe-shared-expert-intermediate-size").is_some()
+        {
+            return Err(
+                "MoE on some layers only, or shared experts: not a Mixtral-style model".into(),
+            );
+        }
+        let ffn = count("--ffn-hidden-size").unwrap_or(if swiglu {
+            // arguments.py: int((4 * h * 2 / 3) / 64) * 64
+            (h.saturating_mul(8) / 3) / 64 * 64
+        } else {
+            h.saturating_mul(4)
+        });
+        let kv = if flag("--group-query-attention") {
+            count("--num-query-groups").unwrap_or(1)
+        } else {
+            heads
+        };
+        let head_dim = count("--kv-channels");
+        if family == "gpt2" && head_dim.is_some_and(|d| d.checked_mul(heads) != Some(h)) {
+            return Err(
+                "--kv-channels other than hidden / heads: the GPT family here derives it".into(),
+            );
+        }
+        let max_pos = req(
+            "--max-position-embeddings",
+            count("--max-position-embeddings"),
+        )?;
+        let tokenizer = get("--tokenizer-type").map(|v| text(&v));
+        let (vocab_from, orig) = if let Some(v) = count("--padded-vocab-size") {
+            ("--padded-vocab-size".to_string(), Some(v))
+        } else if let Some(v) = count("--vocab-size") {
+            ("--vocab-size".to_string(), Some(v))
+        } else {
+            match tokenizer.as_deref() {
+                Some("GPT2BPETokenizer") => (
+                    "--tokenizer-type GPT2BPETokenizer (GPT-2 BPE: 50257)".into(),
+                    Some(50_257),
+                ),
+                Some("Llama2Tokenizer") => (
+                    "--tokenizer-type Llama2Tokenizer (32000)".into(),
+                    Some(32_000),
+                ),
+                None if vocab_file.is_some() && get("--merge-file").is_some() => (
+                    "--vocab-file, --merge-file (GPT-2 BPE: 50257)".into(),
+                    Some(50_257),
+                ),
+                _ => ("".into(), None),
+            }
+        };
+        let Some(orig) = orig.filter(|v| *v > 0) else {
+            return Err("the vocabulary's size is the tokenizer file's: give --vocab-size, or the model (--model)".into());
+        };
+        let vocab = if count("--padded-vocab-size").is_some() {
+            orig
+        } else {
+            let multiple = count("--make-vocab-size-divisible-by")
+                .unwrap_or(128)
+                .saturating_mul(tp)
+                .max(1);
+            orig.div_ceil(multiple).saturating_mul(multiple)
+        };
+        let shown = |k: &str| get(k).unwrap_or(json!("absent"));
+        out.push((
+            "--swiglu, --normalization, --position-embedding-type, --disable-bias-linear".into(),
+            json!(format!(
+                "{}, {norm}, {pos}, biases {}",
+                if swiglu { "SwiGLU" } else { "GeLU" },
+                if no_bias { "off" } else { "on" }
+            )),
+            "model.model_type",
+            json!(family),
+        ));
+        out.push((
+            "--num-layers".into(),
+            layers.clone().unwrap_or(Value::Null),
+            "model.num_hidden_layers",
+            json!(l),
+        ));
+        out.push((
+            "--hidden-size".into(),
+            shown("--hidden-size"),
+            "model.hidden_size",
+            json!(h),
+        ));
+        out.push((
+            "--num-attention-heads".into(),
+            shown("--num-attention-heads"),
+            "model.num_attention_heads",
+            json!(heads),
+        ));
+        out.push((
+            "--group-query-attention, --num-query-groups".into(),
+            shown("--num-query-groups"),
+            "model.num_key_value_heads",
+            json!(kv),
+        ));
+        if let Some(d) = head_dim.filter(|d| d.checked_mul(heads) != Some(h)) {
+            out.push((
+                "--kv-channels".into(),
+                shown("--kv-channels"),
+                "model.head_dim",
+                json!(d),
+            ));
+        }
+        out.push((
+            "--ffn-hidden-size".into(),
+            shown("--ffn-hidden-size"),
+            "model.intermediate_size",
+            json!(count("--moe-ffn-hidden-size").unwrap_or(ffn)),
+        ));
+        out.push((
+            "--max-position-embeddings".into(),
+            shown("--max-position-embeddings"),
+            "model.max_position_embeddings",
+            json!(max_pos),
+        ));
+        out.push((
+            format!("{vocab_from}, padded to --make-vocab-size-divisible-by x TP"),
+            json!(orig),
+            "model.vocab_size",
+            json!(vocab),
+        ));
+        out.push((
+            "--untie-embeddings-and-output-weights".into(),
+            shown("--untie-embeddings-and-output-weights"),
+            "model.tie_word_embeddings",
+            json!(!flag("--untie-embeddings-and-output-weights")),
+        ));
+        if let Some(e) = experts {
+            out.push((
+                "--num-experts".into(),
+                shown("--num-experts"),
+                "model.num_local_experts",
+                json!(e),
+            ));
+            out.push((
+                "--moe-router-topk".into(),
+                shown("--moe-router-topk"),
+                "model.num_experts_per_tok",
+                json!(count("--moe-router-topk").unwrap_or(2)),
+            ));
+        }
+        Ok(out)
+    })();
+    match built {
+        Ok(maps) => {
+            im.reset("model", json!({}));
+            for (from, v, to, set) in maps {
+                im.put(&from, &v, to, set);
+            }
+            // read into the mappings above, or defaults they state
+            for k in ["--vocab-file", "--tokenizer-model"] {
+                if let Some(v) = im.take(k) {
+                    im.ignore(k, format!("{}: a tokenizer file; the vocabulary is read as the mapping of model.vocab_size says", text(&v)));
+                }
+            }
+        }
+        Err(why) => {
+            if let Some(v) = layers {
+                got.insert(0, ("--num-layers", v));
+            }
+            for (k, v) in got {
+                im.ignore(
+                    k,
+                    format!("{}: the model is the base's (--model): {why}", text(&v)),
+                );
+            }
+        }
+    }
 }

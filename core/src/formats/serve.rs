@@ -42,9 +42,9 @@ fn common(im: &mut Import, model_keys: &[&str], tp: &str, pp: &str, dp: &str) {
     let d = im.take(dp).and_then(|v| as_count(&v)).unwrap_or(1);
     im.put(
         &format!("{tp} x {pp}"),
-        &json!(t * p),
+        &json!(t.saturating_mul(p)),
         "hardware.num_gpus",
-        json!(t * p),
+        json!(t.saturating_mul(p)),
     );
     if d > 1 {
         im.ignore(

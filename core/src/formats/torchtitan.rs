@@ -104,7 +104,11 @@ pub(super) fn read(im: &mut Import) {
         .unwrap_or(1);
     let shard = match im.take("parallelism.data_parallel_shard_degree") {
         Some(v) if v.as_i64() == Some(-1) => {
-            let rest = gpus / (tp * pp * cp * rep).max(1);
+            let rest = gpus
+                / tp.saturating_mul(pp)
+                    .saturating_mul(cp)
+                    .saturating_mul(rep)
+                    .max(1);
             im.put(
                 "parallelism.data_parallel_shard_degree",
                 &v,
@@ -119,7 +123,12 @@ pub(super) fn read(im: &mut Import) {
                     "parallelism.data_parallel_shard_degree",
                     &v,
                     "hardware.num_gpus",
-                    json!(s * tp * pp * cp * rep),
+                    json!(
+                        s.saturating_mul(tp)
+                            .saturating_mul(pp)
+                            .saturating_mul(cp)
+                            .saturating_mul(rep)
+                    ),
                 );
                 s
             }
@@ -132,9 +141,14 @@ pub(super) fn read(im: &mut Import) {
                 1
             }
         },
-        None => (gpus / (tp * pp * cp * rep).max(1)).max(1),
+        None => (gpus
+            / tp.saturating_mul(pp)
+                .saturating_mul(cp)
+                .saturating_mul(rep)
+                .max(1))
+        .max(1),
     };
-    let dp = shard * rep;
+    let dp = shard.saturating_mul(rep);
     // micro-batches: the pipeline's micro-batch size splits the local batch; without a
     // pipeline the global batch over local x dp is gradient accumulation
     let local_n = local.as_ref().and_then(|(_, v)| as_count(v));
@@ -153,7 +167,7 @@ pub(super) fn read(im: &mut Import) {
             json!(mb),
         );
         if let (Some((k, v)), Some(l)) = (&local, local_n) {
-            if l % mb != 0 {
+            if mb == 0 || l % mb != 0 {
                 im.fail(
                     k,
                     v,
@@ -167,7 +181,7 @@ pub(super) fn read(im: &mut Import) {
         im.put(k, v, "training.micro_batch_size", json!(l));
         let ga = match global.as_ref().and_then(|g| g.as_i64()) {
             Some(g) if g > 0 => {
-                let per = l * dp;
+                let per = l.saturating_mul(dp).max(1);
                 if !(g as u64).is_multiple_of(per) {
                     im.fail(
                         "training.global_batch_size",

@@ -85,6 +85,18 @@ pub(super) fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// The text of a value as a file writes it (strings unquoted).
+/// `true` when the dotted `path` is `key` or lies under it (`model.hidden_size` under `model`).
+fn at_or_under(path: &str, key: &str) -> bool {
+    path.strip_prefix(key)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The product of parallel sizes read from a file, saturating: a file's numbers may be
+/// anything (fuzz target `formats_import`).
+pub(super) fn saturating_product(sizes: impl IntoIterator<Item = u64>) -> u64 {
+    sizes.into_iter().fold(1, u64::saturating_mul)
+}
+
 pub(super) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -318,7 +330,7 @@ impl Import {
             // the caller's model (`--model`) wins over the file's
             let (model_keys, rest): (Vec<Mapping>, Vec<Mapping>) = std::mem::take(&mut self.read)
                 .into_iter()
-                .partition(|r| r.to == "model" || r.to.starts_with("model."));
+                .partition(|r| at_or_under(&r.to, "model"));
             self.read = rest;
             for r in model_keys {
                 self.ignore(&r.from, "the model was given separately (--model)");
@@ -355,12 +367,7 @@ impl Import {
         let from_base = format
             .from_base()
             .iter()
-            .filter(|k| {
-                !self.read.iter().any(|m| {
-                    m.to.strip_prefix(**k)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-                })
-            })
+            .filter(|k| !self.read.iter().any(|m| at_or_under(&m.to, k)))
             .map(|s| s.to_string())
             .collect();
         Ok(Imported {

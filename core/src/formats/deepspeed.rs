@@ -5,7 +5,7 @@
 //! base), `reduce_bucket_size` = hidden², `stage3_prefetch_bucket_size` = 0.9 hidden²,
 //! `stage3_param_persistence_threshold` = 10 hidden.
 
-use super::{Format, Import, as_count, cannot, is_auto, text};
+use super::{Format, Import, as_count, cannot, is_auto, saturating_product, text};
 use crate::config::{Config, Engine, Precision};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
@@ -74,14 +74,15 @@ pub(super) fn read_at(im: &mut Import, prefix: &str) {
                 im.fail(&k("train_batch_size"), &v, format!("must be train_micro_batch_size_per_gpu x gradient_accumulation_steps ({per}) x the data-parallel size (DeepSpeed asserts it)"));
             } else {
                 let dp = tbs / per;
-                let model_parallel = [
-                    "tensor_parallel_size",
-                    "pipeline_parallel_size",
-                    "context_parallel_size",
-                ]
-                .iter()
-                .map(|p| im.ours_count(&format!("parallelism.{p}")))
-                .fold(1u64, u64::saturating_mul);
+                let model_parallel = saturating_product(
+                    [
+                        "tensor_parallel_size",
+                        "pipeline_parallel_size",
+                        "context_parallel_size",
+                    ]
+                    .iter()
+                    .map(|p| im.ours_count(&format!("parallelism.{p}"))),
+                );
                 im.put(
                     &k("train_batch_size"),
                     &v,

@@ -6,7 +6,7 @@
 //! describe one of the families here (a GPT with LayerNorm, GeLU and learned positions; a
 //! Llama-style decoder, dense or Mixtral-style MoE), else the base's (`--model`).
 
-use super::{Format, Import, as_count, cannot, text};
+use super::{Format, Import, as_count, cannot, saturating_product, text};
 use crate::config::{Config, Engine, Precision, Recompute};
 use crate::error::FieldError;
 use crate::resolve::Resolved;
@@ -144,8 +144,7 @@ pub(super) fn read(im: &mut Import) {
         .unwrap_or_else(|| im.ours_count("training.micro_batch_size"));
     if let Some(v) = im.take("--global-batch-size") {
         let gpus = im.ours_count("hardware.num_gpus");
-        // saturating and checked: the file's numbers may be anything (fuzz/formats_import)
-        let dp = gpus / tp.saturating_mul(pp).saturating_mul(cp).max(1);
+        let dp = gpus / saturating_product([tp, pp, cp]).max(1);
         match (as_count(&v), mbs.checked_mul(dp).filter(|u| *u > 0)) {
             (Some(g), Some(unit)) if g > 0 && g.is_multiple_of(unit) => {
                 im.put("--global-batch-size", &v, "training.gradient_accumulation_steps", json!(g / unit));
@@ -593,8 +592,9 @@ fn read_model(im: &mut Import, layers: Option<Value>, tp: u64) {
         } else {
             heads
         };
-        let head_dim = count("--kv-channels");
-        if family == "gpt2" && head_dim.is_some_and(|d| d.checked_mul(heads) != Some(h)) {
+        // --kv-channels other than arguments.py's default h / heads
+        let head_dim = count("--kv-channels").filter(|d| d.checked_mul(heads) != Some(h));
+        if family == "gpt2" && head_dim.is_some() {
             return Err(
                 "--kv-channels other than hidden / heads: the GPT family here derives it".into(),
             );
@@ -604,7 +604,8 @@ fn read_model(im: &mut Import, layers: Option<Value>, tp: u64) {
             count("--max-position-embeddings"),
         )?;
         let tokenizer = get("--tokenizer-type").map(|v| text(&v));
-        let (vocab_from, orig) = if let Some(v) = count("--padded-vocab-size") {
+        let padded = count("--padded-vocab-size");
+        let (vocab_from, orig) = if let Some(v) = padded {
             ("--padded-vocab-size".to_string(), Some(v))
         } else if let Some(v) = count("--vocab-size") {
             ("--vocab-size".to_string(), Some(v))
@@ -628,7 +629,7 @@ fn read_model(im: &mut Import, layers: Option<Value>, tp: u64) {
         let Some(orig) = orig.filter(|v| *v > 0) else {
             return Err("the vocabulary's size is the tokenizer file's: give --vocab-size, or the model (--model)".into());
         };
-        let vocab = if count("--padded-vocab-size").is_some() {
+        let vocab = if padded.is_some() {
             orig
         } else {
             let multiple = count("--make-vocab-size-divisible-by")
@@ -672,7 +673,7 @@ fn read_model(im: &mut Import, layers: Option<Value>, tp: u64) {
             "model.num_key_value_heads",
             json!(kv),
         ));
-        if let Some(d) = head_dim.filter(|d| d.checked_mul(heads) != Some(h)) {
+        if let Some(d) = head_dim {
             out.push((
                 "--kv-channels".into(),
                 shown("--kv-channels"),

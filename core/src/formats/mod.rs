@@ -46,7 +46,8 @@ mod torchtune;
 
 #[cfg(feature = "formats")]
 use convert::{
-    Import, Input, as_bool, as_count, as_f64, cannot, hf_id_of, is_auto, precision_id, text,
+    Import, Input, as_bool, as_count, as_f64, cannot, hf_id_of, is_auto, precision_id,
+    saturating_product, text,
 };
 #[cfg(feature = "formats")]
 pub use convert::{base_for, export, import, recognise};

@@ -4,7 +4,7 @@
 //! `[activation_checkpoint]`, `[compile]`, Float8 converters and `[optimizer]`. torchtitan
 //! always shards with FSDP2 (`fully_shard`); its TP is sequence-parallel.
 
-use super::{Format, Import, as_count, cannot, text};
+use super::{Format, Import, as_count, cannot, saturating_product, text};
 use crate::config::{
     Config, Dtype, Engine, PipelineSchedule, Precision, Recompute, ReshardAfterForward,
 };
@@ -102,13 +102,10 @@ pub(super) fn read(im: &mut Import) {
         .ours("hardware.num_gpus")
         .and_then(Value::as_u64)
         .unwrap_or(1);
+    let model_parallel = saturating_product([tp, pp, cp, rep]);
     let shard = match im.take("parallelism.data_parallel_shard_degree") {
         Some(v) if v.as_i64() == Some(-1) => {
-            let rest = gpus
-                / tp.saturating_mul(pp)
-                    .saturating_mul(cp)
-                    .saturating_mul(rep)
-                    .max(1);
+            let rest = gpus / model_parallel.max(1);
             im.put(
                 "parallelism.data_parallel_shard_degree",
                 &v,
@@ -123,12 +120,7 @@ pub(super) fn read(im: &mut Import) {
                     "parallelism.data_parallel_shard_degree",
                     &v,
                     "hardware.num_gpus",
-                    json!(
-                        s.saturating_mul(tp)
-                            .saturating_mul(pp)
-                            .saturating_mul(cp)
-                            .saturating_mul(rep)
-                    ),
+                    json!(s.saturating_mul(model_parallel)),
                 );
                 s
             }
@@ -141,12 +133,7 @@ pub(super) fn read(im: &mut Import) {
                 1
             }
         },
-        None => (gpus
-            / tp.saturating_mul(pp)
-                .saturating_mul(cp)
-                .saturating_mul(rep)
-                .max(1))
-        .max(1),
+        None => (gpus / model_parallel.max(1)).max(1),
     };
     let dp = shard.saturating_mul(rep);
     // micro-batches: the pipeline's micro-batch size splits the local batch; without a

@@ -331,7 +331,9 @@ pub struct ServingEstimate {
     pub kv_cache_bytes: i64,
     /// KV-cache bytes per token (all layers of this GPU).
     pub kv_bytes_per_token: u64,
-    /// Tokens the KV cache holds.
+    /// Tokens the KV cache holds. vLLM under pipeline parallelism: the fewest any stage
+    /// has room for, which every stage holds (`get_kv_cache_configs`' `min_num_blocks`);
+    /// `kv_cache_bytes` stays this stage's room, as vLLM logs it per rank.
     pub kv_cache_tokens: u64,
     pub max_model_len: u64,
     /// Sequences of `max_model_len` tokens that fit at once (vLLM "Maximum concurrency").

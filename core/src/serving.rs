@@ -151,7 +151,35 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
             "included in vLLM 0.19's measured non-torch memory",
         )
     });
-    crate::inference::estimate_stages(r, vllm, Some(non_torch(r, version)), nccl)
+    crate::inference::estimate_stages(
+        r,
+        vllm,
+        Some(non_torch(r, version)),
+        nccl,
+        fewest_kv_tokens(r),
+    )
+}
+
+/// Under pipeline parallelism, the KV-cache tokens of the stage with the least room: vLLM
+/// gives every rank the smallest number of blocks any rank has room for
+/// (vllm/v1/core/kv_cache_utils.py `get_kv_cache_configs`: `min_num_blocks`, each rank's
+/// cache tensors shrunk to it), so that one block table serves every stage. `None` without
+/// pipeline parallelism (one stage's own room). The candidate stages
+/// ([`crate::placement::stages`]: the first, the fullest middle one, the last) include the
+/// one with the least room: the middle ones differ only in their number of layers.
+fn fewest_kv_tokens(r: &Resolved) -> Option<u64> {
+    if r.layout.pipeline_parallel_size <= 1 {
+        return None;
+    }
+    let inf = r.config.inference.clone().unwrap_or_default();
+    crate::placement::stages(r)
+        .iter()
+        .filter_map(|st| {
+            vllm(&crate::inference::infer_stage(r, st, &inf, None))
+                .serving
+                .map(|s| s.kv_cache_tokens)
+        })
+        .min()
 }
 
 /// The weights a serving runtime holds on one stage: the stored weights and the rotary
@@ -193,6 +221,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
         layers: (start, end),
         act,
         fp16,
+        ..
     } = *s;
     let l = &r.layout;
     let gpu = &r.gpu;
@@ -249,9 +278,26 @@ fn vllm(s: &InferStage) -> StageOutcome {
         Some(ws) if st.has_head => sampler + ws.label("fused-MoE workspace"),
         _ => sampler,
     };
+    // a rank after the first receives its input in `intermediate_tensors`, allocated for
+    // max_num_batched_tokens by the profiling run's first forward and kept
+    // (gpu_model_runner.py _dummy_run: make_empty_intermediate_tensors(batch_size=
+    // max_num_tokens, dtype=model dtype)); its keys are the model's: "hidden_states" and,
+    // where RMSNorm adds the residual in place (fused_add_rms_norm: Llama, Qwen, Mistral,
+    // Mixtral, Gemma, DeepSeek), "residual" too; LayerNorm models pass the hidden states
+    // alone (GPT-2, GPT-NeoX, Falcon, Phi-2)
+    let received = if l.pipeline_parallel_size > 1 && st.index > 0 {
+        let keys = match a.norm {
+            crate::model::NormKind::RmsNorm => n(2, "tensors hidden_states and residual"),
+            crate::model::NormKind::LayerNorm => n(1, "tensor hidden_states"),
+        };
+        keys * n(t, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
+    } else {
+        Expr::zero()
+    };
     let peak_act = Term::new(
-        crate::activations::max_bytes([fwd, sampler]),
-        "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs); 0.19's fused-MoE workspace stays allocated through both (vllm/v1/worker/workspace.py)",
+        received.label("pipeline intermediate_tensors")
+            + crate::activations::max_bytes([fwd, sampler]),
+        "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs); 0.19's fused-MoE workspace stays allocated through both (vllm/v1/worker/workspace.py); after the first pipeline stage, the received intermediate_tensors buffer (gpu_model_runner.py _dummy_run)",
     );
     let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
         .iter()
@@ -272,7 +318,9 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .minus(peak_act.expr.clone().label("peak activation"))
         .minus(non_torch.clone().label("non-torch"));
     let kv_value = kv.value().to_i64();
-    let (per_token, tokens) = kv_pool(s, kv_value);
+    let (per_token, room) = kv_pool(s, kv_value);
+    // under pipeline parallelism every stage holds the fewest tokens of any stage
+    let tokens = s.kv_tokens.map_or(room, |t| t.min(room));
     let per_token_bytes = per_token.bytes();
     let fits = tokens >= max_model_len;
     let gib = |b: i64| b as f64 / GIB as f64;
@@ -293,8 +341,13 @@ fn vllm(s: &InferStage) -> StageOutcome {
         )
     } else {
         format!(
-            "KV cache {:.2} GiB, {tokens} tokens; maximum concurrency for {max_model_len} tokens per request: {:.2}x",
+            "KV cache {:.2} GiB, {tokens} tokens{}; maximum concurrency for {max_model_len} tokens per request: {:.2}x",
             gib(kv_value),
+            if s.kv_tokens.is_some() {
+                " (the fewest any pipeline stage has room for)"
+            } else {
+                ""
+            },
             tokens as f64 / max_model_len as f64
         )
     };
@@ -326,10 +379,17 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .set(Component::Activations, peak_act)
         .set(
             Component::KvCache,
-            Term::new(
-                Expr::max([kv, n(0, "")]),
-                crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
-            ),
+            match s.kv_tokens {
+                None => Term::new(
+                    Expr::max([kv, n(0, "")]),
+                    crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
+                ),
+                Some(_) => Term::new(
+                    n(tokens, "tokens that every pipeline stage holds")
+                        * per_token.label("B per token"),
+                    crate::term::source!("vLLM kv_cache_utils.py get_kv_cache_configs: every pipeline rank gets the smallest number of blocks any rank has room for (its room: the budget minus weights, profiled activations and non-torch memory), its cache tensors shrunk to it; {KV_SOURCE}"),
+                ),
+            },
         );
     s.outcome(vec![profile, serve], Some(serving))
 }

@@ -193,6 +193,40 @@ fn vllm_0_19_profile() {
 }
 
 #[test]
+fn vllm_pipeline_stages_hold_the_fewest_blocks() {
+    // GT-69: Llama-3.1-8B, vLLM 0.19, PP 4 on H100s (85 018 877 624 B), util 0.95: budget
+    // floor(85018877624 x 0.95) = 80 767 933 742 B; non-torch 7 hundredths of a GiB =
+    // 75 161 926 B; 8 layers per stage, 8 x 4096 = 32 768 B of KV per token.
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "vllm", "context_len": 8192, "max_model_len": 8192,
+            "gpu_memory_utilization": 0.95, "max_num_batched_tokens": 8192, "max_num_seqs": 1024},
+        "parallelism": {"pipeline_parallel_size": 4}, "hardware": {"num_gpus": 4, "gpu": "h100-80gb"}}),
+    );
+    // the last stage has the least room: 8 layers + norm + LM head = 2 270 236 672 params
+    // x 2 B + the rotary cache 131072 x 128 x 2 B = 4 574 027 776 B; its profiling run is
+    // the sampler's (1 922 564 096 B, as at TP 1 in vllm_0_19_profile) plus the received
+    // intermediate_tensors, hidden_states and residual of 8192 x 4096 x 2 B: 134 217 728 B
+    assert_eq!(e.most_loaded, "pipeline stage 3 of 4");
+    let s = e.serving.as_ref().unwrap();
+    assert_eq!(s.weights_bytes, 4_574_027_776);
+    assert_eq!(s.peak_activation_bytes, 1_922_564_096 + 134_217_728);
+    // room 80767933742 - 4574027776 - 2056781824 - 75161926 = 74 061 962 216 B:
+    // floor(74061962216 / 32768) = 2 260 191 tokens (the log: 2 257 264, +0.13 %)
+    assert_eq!(s.kv_cache_bytes, 74_061_962_216);
+    assert_eq!(s.kv_cache_tokens, 2_260_191);
+    assert_eq!(c(&e, "serving", "kv_cache"), 2_260_191 * 32_768);
+    // the first stage (embedding instead of norm + head, no sampler, no received tensors)
+    // has room for 75 212 782 568 / 32768 = 2 295 311 tokens but holds the last stage's
+    // 2 260 191: its peak is lower by the rooms' difference, rounded to whole tokens
+    let first = e.stages.iter().find(|st| st.stage == 0).unwrap();
+    assert_eq!(
+        first.peak_allocated_bytes,
+        4_574_019_584 + 905_969_664 + 2_260_191 * 32_768
+    );
+}
+
+#[test]
 fn vllm_no_room_for_weights() {
     // 70B in bf16 on one H100: the weights alone exceed the budget
     let s = vllm("llama-3.1-70b", "bf16", 1, 4096);

@@ -255,11 +255,6 @@ pub(crate) struct InferStage<'a> {
     pub act: u64,
     /// fp16 compute only for fp16 weights; quantized formats compute in bf16.
     pub fp16: bool,
-    /// The KV-cache tokens every stage is given when it is not the stage's own room: vLLM
-    /// gives every pipeline rank the fewest blocks of any rank
-    /// (vllm/v1/core/kv_cache_utils.py `get_kv_cache_configs`: `min_num_blocks`, each
-    /// rank's cache tensors shrunk to it). `None`: the stage's own.
-    pub kv_tokens: Option<u64>,
 }
 
 impl InferStage<'_> {
@@ -285,17 +280,16 @@ impl InferStage<'_> {
 /// buffers with `nccl` where given, and has no allocator reserve).
 pub(crate) fn estimate_stages(
     r: &Resolved,
-    per_stage: fn(&InferStage) -> StageOutcome,
+    mut per_stage: impl FnMut(&InferStage) -> StageOutcome,
     non_torch: Option<Term>,
     nccl: Option<Term>,
-    kv_tokens: Option<u64>,
 ) -> crate::report::Assembly<'_> {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
     let mut warnings = r.warnings.clone();
     let mut outcomes = Vec::new();
     for st in stages(r) {
-        let o = per_stage(&infer_stage(r, &st, &inf, kv_tokens));
+        let o = per_stage(&infer_stage(r, &st, &inf));
         if let Some(s) = o.serving.as_ref().filter(|s| !s.fits) {
             warnings.push(s.message.clone());
         }
@@ -327,12 +321,11 @@ pub(crate) fn estimate_stages(
     )
 }
 
-/// The inference view of stage `st` (`kv_tokens`: see [`InferStage::kv_tokens`]).
+/// The inference view of stage `st`.
 pub(crate) fn infer_stage<'a>(
     r: &'a Resolved,
     st: &'a Stage,
     inf: &'a Inference,
-    kv_tokens: Option<u64>,
 ) -> InferStage<'a> {
     let l = &r.layout;
     InferStage {
@@ -344,13 +337,12 @@ pub(crate) fn infer_stage<'a>(
         layers: l.stage_layers.range(st.index, l.pipeline_parallel_size),
         act: activation_bytes(inf.weight_format),
         fp16: inf.weight_format == WeightFormat::Fp16,
-        kv_tokens,
     }
 }
 
 /// Estimates transformers `generate` (inference engine `hf`).
 pub(crate) fn estimate_generate(r: &Resolved) -> crate::report::Assembly<'_> {
-    estimate_stages(r, generate, None, None, None)
+    estimate_stages(r, generate, None, None)
 }
 
 /// transformers `generate` on one stage: the prefill of the prompt (or one chunk of it)
@@ -365,7 +357,6 @@ fn generate(s: &InferStage) -> StageOutcome {
         layers: (start, end),
         act,
         fp16,
-        ..
     } = *s;
     let prompt = inf
         .prompt_len

@@ -151,35 +151,38 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
             "included in vLLM 0.19's measured non-torch memory",
         )
     });
+    // every candidate stage's profiling run and room, once; under pipeline parallelism
+    // vLLM gives every rank the fewest blocks any rank has room for
+    // (vllm/v1/core/kv_cache_utils.py `get_kv_cache_configs`: `min_num_blocks`, each rank's
+    // cache tensors shrunk to it), so that one block table serves every stage. The
+    // candidate stages ([`crate::placement::stages`]: the first, the fullest middle one,
+    // the last) include the one with the least room: the middle ones differ only in their
+    // number of layers.
+    let inf = r.config.inference.clone().unwrap_or_default();
+    let mut profiles: Vec<(u64, Profile)> = crate::placement::stages(r)
+        .iter()
+        .map(|st| {
+            (
+                st.index,
+                profile(&crate::inference::infer_stage(r, st, &inf)),
+            )
+        })
+        .collect();
+    let shared = (r.layout.pipeline_parallel_size > 1)
+        .then(|| profiles.iter().map(|(_, p)| p.room).min())
+        .flatten();
     crate::inference::estimate_stages(
         r,
-        vllm,
+        |s| {
+            let p = match profiles.iter().position(|(i, _)| *i == s.st.index) {
+                Some(i) => profiles.swap_remove(i).1,
+                None => profile(s),
+            };
+            vllm(s, p, shared)
+        },
         Some(non_torch(r, version)),
         nccl,
-        fewest_kv_tokens(r),
     )
-}
-
-/// Under pipeline parallelism, the KV-cache tokens of the stage with the least room: vLLM
-/// gives every rank the smallest number of blocks any rank has room for
-/// (vllm/v1/core/kv_cache_utils.py `get_kv_cache_configs`: `min_num_blocks`, each rank's
-/// cache tensors shrunk to it), so that one block table serves every stage. `None` without
-/// pipeline parallelism (one stage's own room). The candidate stages
-/// ([`crate::placement::stages`]: the first, the fullest middle one, the last) include the
-/// one with the least room: the middle ones differ only in their number of layers.
-fn fewest_kv_tokens(r: &Resolved) -> Option<u64> {
-    if r.layout.pipeline_parallel_size <= 1 {
-        return None;
-    }
-    let inf = r.config.inference.clone().unwrap_or_default();
-    crate::placement::stages(r)
-        .iter()
-        .filter_map(|st| {
-            vllm(&crate::inference::infer_stage(r, st, &inf, None))
-                .serving
-                .map(|s| s.kv_cache_tokens)
-        })
-        .min()
 }
 
 /// The weights a serving runtime holds on one stage: the stored weights and the rotary
@@ -210,8 +213,24 @@ pub(crate) fn kv_pool(s: &InferStage, kv_bytes: i64) -> (Expr, u64) {
     (per_token, tokens)
 }
 
-/// vLLM on one stage: the profiling run, the budget and the KV cache it leaves.
-fn vllm(s: &InferStage) -> StageOutcome {
+/// vLLM's profiling run on one stage and what it leaves of the budget.
+struct Profile {
+    weights: Term,
+    /// Peak activation of the profiling run.
+    peak_act: Term,
+    non_torch: Expr,
+    /// GPU memory x `gpu_memory_utilization`.
+    budget: Expr,
+    /// The budget minus weights, peak activation and non-torch memory (may be negative).
+    kv: Expr,
+    /// KV bytes of one token over the stage's layers.
+    per_token: Expr,
+    /// The whole tokens `kv` holds: the stage's room.
+    room: u64,
+}
+
+/// vLLM on one stage: the profiling run and the budget it leaves for the KV cache.
+fn profile(s: &InferStage) -> Profile {
     let InferStage {
         r,
         st,
@@ -221,11 +240,9 @@ fn vllm(s: &InferStage) -> StageOutcome {
         layers: (start, end),
         act,
         fp16,
-        ..
     } = *s;
     let l = &r.layout;
     let gpu = &r.gpu;
-    let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
     let weights = serving_weights(s);
     let t = inf.max_num_batched_tokens;
     let rows = inf.max_num_seqs.min(t).max(1);
@@ -317,10 +334,34 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .minus(weights.expr.clone().label("weights"))
         .minus(peak_act.expr.clone().label("peak activation"))
         .minus(non_torch.clone().label("non-torch"));
+    let (per_token, room) = kv_pool(s, kv.value().to_i64());
+    Profile {
+        weights,
+        peak_act,
+        non_torch,
+        budget,
+        kv,
+        per_token,
+        room,
+    }
+}
+
+/// vLLM on one stage: its profiling run `p`, and the KV cache of its room or, under
+/// pipeline parallelism, of the fewest tokens any stage has room for (`shared`).
+fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
+    let inf = s.inf;
+    let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
+    let Profile {
+        weights,
+        peak_act,
+        non_torch,
+        budget,
+        kv,
+        per_token,
+        room,
+    } = p;
     let kv_value = kv.value().to_i64();
-    let (per_token, room) = kv_pool(s, kv_value);
-    // under pipeline parallelism every stage holds the fewest tokens of any stage
-    let tokens = s.kv_tokens.map_or(room, |t| t.min(room));
+    let tokens = shared.map_or(room, |t| t.min(room));
     let per_token_bytes = per_token.bytes();
     let fits = tokens >= max_model_len;
     let gib = |b: i64| b as f64 / GIB as f64;
@@ -343,7 +384,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
         format!(
             "KV cache {:.2} GiB, {tokens} tokens{}; maximum concurrency for {max_model_len} tokens per request: {:.2}x",
             gib(kv_value),
-            if s.kv_tokens.is_some() {
+            if shared.is_some() {
                 " (the fewest any pipeline stage has room for)"
             } else {
                 ""
@@ -379,7 +420,7 @@ fn vllm(s: &InferStage) -> StageOutcome {
         .set(Component::Activations, peak_act)
         .set(
             Component::KvCache,
-            match s.kv_tokens {
+            match shared {
                 None => Term::new(
                     Expr::max([kv, n(0, "")]),
                     crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),

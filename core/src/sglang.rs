@@ -101,7 +101,6 @@ pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
         sglang,
         Some(non_torch_v019(1, 1)),
         Some(process_group(r)),
-        None,
     )
 }
 

@@ -102,13 +102,13 @@ pub(crate) fn inflight(
 /// A parameter group held by the GPUs of a pipeline stage, with how many times the stage
 /// holds it (its layer count) and which decoder-layer kind it belongs to (`None`:
 /// embeddings, final norm, LM head).
-pub(crate) struct StageGroup {
-    pub group: ParamGroup,
+pub(crate) struct StageGroup<'a> {
+    pub group: &'a ParamGroup,
     pub times: u64,
     pub layer: Option<FfnKind>,
 }
 
-impl StageGroup {
+impl StageGroup<'_> {
     /// Copies of the group one GPU holds per layer (routed experts are divided over
     /// expert parallelism).
     pub fn copies(&self, ep: u64) -> u64 {
@@ -120,45 +120,46 @@ impl StageGroup {
     }
 }
 
-/// Every parameter group of a pipeline stage.
-pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
+/// Calls `f` with every parameter group of a pipeline stage, in the model's order (the
+/// decoder layers', then the root's and the MTP modules'). A visitor, not a vector: the
+/// plan search places parameters per candidate, and the groups are borrowed from the
+/// model's inventory, neither copied nor collected.
+pub(crate) fn for_each_stage_group(r: &Resolved, stage: &Stage, mut f: impl FnMut(&StageGroup)) {
     let a = &r.arch;
     let inv = &r.inventory;
-    // sized once: the decoder layers' groups and the root's (the plan search calls this
-    // per candidate)
-    let mut out =
-        Vec::with_capacity(inv.dense_layer.len() + inv.moe_layer.len() + inv.model.len() * 2);
-    let mut push =
+    let mut visit =
         |groups: &mut dyn Iterator<Item = &ParamGroup>, times: u64, layer: Option<FfnKind>| {
             if times > 0 {
-                out.extend(groups.map(|g| StageGroup {
-                    group: g.clone(),
-                    times,
-                    layer,
-                }));
+                for group in groups {
+                    f(&StageGroup {
+                        group,
+                        times,
+                        layer,
+                    });
+                }
             }
         };
-    push(
+    visit(
         &mut inv.dense_layer.iter(),
         stage.dense_layers,
         Some(FfnKind::Dense),
     );
-    push(
+    visit(
         &mut inv.moe_layer.iter(),
         stage.moe_layers,
         Some(FfnKind::Moe),
     );
     let first = || inv.model.iter().filter(|g| g.part == Part::Embeddings);
     if stage.has_embedding {
-        push(&mut first(), 1, None);
+        visit(&mut first(), 1, None);
     }
     if stage.has_head {
         let mut last = inv.model.iter().filter(|g| g.part != Part::Embeddings);
-        push(&mut last, 1, None);
+        visit(&mut last, 1, None);
         if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
             // Megatron keeps a copy of the tied word embedding on the last stage for the
             // output layer (its gradients are all-reduced with the first stage's).
-            push(&mut first().filter(|g| g.name != "wpe"), 1, None);
+            visit(&mut first().filter(|g| g.name != "wpe"), 1, None);
         }
     }
     if stage.mtp_layers > 0 {
@@ -170,13 +171,12 @@ pub(crate) fn stage_groups(r: &Resolved, stage: &Stage) -> Vec<StageGroup> {
             FfnKind::Dense => &inv.dense_layer,
             FfnKind::Moe => &inv.moe_layer,
         };
-        push(&mut layer.iter(), stage.mtp_layers, Some(kind));
-        push(&mut a.mtp_groups().iter(), stage.mtp_layers, None);
+        visit(&mut layer.iter(), stage.mtp_layers, Some(kind));
+        visit(&mut a.mtp_groups().iter(), stage.mtp_layers, None);
         if !stage.has_embedding && !a.tie_word_embeddings {
-            push(&mut first(), 1, None);
+            visit(&mut first(), 1, None);
         }
     }
-    out
 }
 
 /// Parameter tensors of one kind held by one GPU of a stage, by their first dimension (FSDP2
@@ -247,15 +247,18 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
     let etp = r.layout.expert_tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let layout = r.config.training.optimizer.info().layout;
-    let groups = stage_groups(r, stage);
+    let inv = &r.inventory;
     let mut p = RankParams {
-        tensors: Vec::with_capacity(groups.len() * 2),
+        // a weight and a bias per group, at most
+        tensors: Vec::with_capacity(
+            (inv.dense_layer.len() + inv.moe_layer.len() + inv.model.len() * 2) * 2,
+        ),
         ..RankParams::default()
     };
     let mut layer_totals = [0u64; 2];
     let mut layer_linear = [0u64; 2];
-    for sg in groups {
-        let (g, times) = (&sg.group, sg.times);
+    for_each_stage_group(r, stage, |sg| {
+        let (g, times) = (sg.group, sg.times);
         let copies = sg.copies(ep);
         let is_expert = g.part == Part::Experts;
         // routed experts split over the expert tensor-parallel ranks (Megatron-Core MoE
@@ -324,7 +327,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
             Some(FfnKind::Moe) => layer_totals[1] += n,
             None => p.root += n * times,
         }
-    }
+    });
     p.largest_layer = layer_totals[0].max(layer_totals[1]);
     p.layer_linear = layer_linear[0].max(layer_linear[1]);
     if stage.has_head && r.arch.tie_word_embeddings {

@@ -130,6 +130,12 @@ impl Value {
             return Value::int(n);
         }
         let (n, d) = if d < 0 { (-n, -d) } else { (n, d) };
+        // an exact quotient (most byte counts over ranks): one 64-bit division, no gcd
+        if let (Ok(n), Ok(d)) = (i64::try_from(n), i64::try_from(d))
+            && n % d == 0
+        {
+            return Value::int(i128::from(n / d));
+        }
         let g = gcd(n, d);
         if let (Ok(n), Ok(d), Ok(g)) = (i64::try_from(n), i64::try_from(d), i64::try_from(g)) {
             return Value::exact(i128::from(n / g), i128::from(d / g));
@@ -233,6 +239,29 @@ impl Value {
             Kind::Exact(c, 1) if self.is_int() => Value::ratio(self.n, c),
             Kind::Exact(c, d) => self.mul(Value::ratio(d, c)),
             Kind::Float(f) => Value::float(self.to_f64() / f),
+        }
+    }
+    /// `round(self / d)`: the value [`Expr::div_ceil`] and [`Expr::div_floor`] compute in
+    /// numeric mode (no division by 1, no rounding of a whole quotient), with the exact
+    /// quotient of whole numbers in one 64-bit division.
+    #[inline]
+    fn div_rounded(self, d: Value, ceil: bool) -> Value {
+        if let Some((x, y)) = self.small_ints(d)
+            && y > 0
+        {
+            // floor division for a positive divisor; one more when inexact and rounded up
+            let q = x.div_euclid(y);
+            return Value::int(if ceil && q * y != x { q + 1 } else { q });
+        }
+        let q = if d == Value::int(1) {
+            self
+        } else {
+            self.div(d)
+        };
+        match (q.is_int(), ceil) {
+            (true, _) => q,
+            (false, true) => q.ceil(),
+            (false, false) => q.floor(),
         }
     }
     fn floor(self) -> Value {
@@ -509,11 +538,19 @@ impl Expr {
     }
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn div_ceil(self, d: Expr) -> Expr {
+        if is_numeric() {
+            return Expr::elided(self.value.div_rounded(d.value, true));
+        }
         self.over(d).rounded(Value::ceil, Node::Ceil)
     }
     /// `floor(self / d)` (integer division); written like [`Expr::div_ceil`].
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn div_floor(self, d: Expr) -> Expr {
+        if is_numeric() {
+            return Expr::elided(self.value.div_rounded(d.value, false));
+        }
         self.over(d).rounded(Value::floor, Node::Floor)
     }
     /// The quotient `self` rounded (nothing written when it is whole; a division by 1 is
@@ -853,6 +890,35 @@ mod tests {
         // zero terms drop out of sums; max/min pick their operand
         let m = Expr::max([n(3, "a"), n(5, "b")]) + Expr::zero();
         assert_eq!((m.bytes(), m.render()), (5, "max(3 a, 5 b)".to_string()));
+        // numeric mode's rounded quotients equal the formula's: exact, inexact, negative,
+        // a fraction over a whole number, by 1 and by 0
+        let cases = || {
+            [
+                (n(12, "B"), n(4, "ranks")),
+                (n(13, "B"), n(4, "ranks")),
+                (n(3, "B").minus(n(16, "B")), n(4, "ranks")),
+                (n(7, "B").over(n(2, "")), n(3, "ranks")),
+                (n(7, "B"), n(1, "rank")),
+                (n(7, "B"), n(0, "ranks")),
+            ]
+        };
+        for (i, ((a, d), (na, nd))) in cases().into_iter().zip(cases()).enumerate() {
+            let tree = (a.clone().div_ceil(d.clone()), a.div_floor(d));
+            let num = numeric(|| (na.clone().div_ceil(nd.clone()), na.div_floor(nd)));
+            assert_eq!(tree.0.value(), num.0.value(), "ceil, case {i}");
+            assert_eq!(tree.1.value(), num.1.value(), "floor, case {i}");
+        }
+        // 13 / 4 = 3.25: ceil 4, floor 3; (3 - 16) / 4 = -3.25: ceil -3, floor -4
+        let v = numeric(|| {
+            let (a, b) = (n(13, "B"), n(3, "B").minus(n(16, "B")));
+            [
+                a.clone().div_ceil(n(4, "")).value().to_i64(),
+                a.div_floor(n(4, "")).value().to_i64(),
+                b.clone().div_ceil(n(4, "")).value().to_i64(),
+                b.div_floor(n(4, "")).value().to_i64(),
+            ]
+        });
+        assert_eq!(v, [4, 3, -3, -4]);
         let neg = n(3, "B").minus(n(5, "B"));
         assert_eq!(neg.value().to_i64(), -2);
         assert_eq!(neg.bytes(), 0);

@@ -26,7 +26,7 @@ use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, WeightFo
 use crate::engines::{EngineModel, States};
 use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
-use crate::placement::{RankParams, Stage, rank_params, stage_groups, stages};
+use crate::placement::{RankParams, Stage, for_each_stage_group, rank_params, stages};
 use crate::precision::StateBytes;
 use crate::problem::Resolved;
 use crate::report::{Component, Overheads, Phase, PhaseName, StageOutcome, assemble};
@@ -226,11 +226,11 @@ fn lora_states(
         2
     };
     let mut pa = RankParams::default();
-    for sg in stage_groups(r, st) {
-        let g = &sg.group;
+    for_each_stage_group(r, st, |sg| {
+        let g = sg.group;
         let one = targets.params(g, tp);
         if one == 0 {
-            continue;
+            return;
         }
         let copies = sg.copies(ep) * sg.times;
         pa.dense += one * copies;
@@ -250,7 +250,7 @@ fn lora_states(
             pa.opt_dense.add(layout, lora.rank, in_features, copies);
             pa.opt_dense.add(layout, out_features, lora.rank, copies);
         }
-    }
+    });
     let adapter_b = StateBytes {
         weight: adapter_bytes,
         grad: adapter_bytes,

@@ -8,7 +8,7 @@
 //! checkpoints keep them.
 
 use crate::config::WeightFormat;
-use crate::placement::{Stage, stage_groups};
+use crate::placement::{Stage, for_each_stage_group};
 use crate::problem::Resolved;
 use crate::term::{Expr, Term, bytes, n};
 
@@ -135,8 +135,8 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
         WeightFormat::Fp32 | WeightFormat::Bf16 | WeightFormat::Fp16
     );
     let unq_label = if plain { "params" } else { "params in bf16" };
-    for sg in stage_groups(r, st) {
-        let g = &sg.group;
+    for_each_stage_group(r, st, |sg| {
+        let g = sg.group;
         let times = sg.copies(ep) * sg.times;
         let shapes = g.rank_shapes(tp);
         if g.is_quantized() && (!s.experts_only || g.part == crate::model::Part::Experts) {
@@ -150,7 +150,7 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
             let numel: u64 = shapes.iter().map(|(r, c)| r * c).sum();
             add((Some(unq), numel, unq_label), times);
         }
-    }
+    });
     let expr = Expr::sum(parts.into_iter().map(|(unit, count, label)| match unit {
         Some(u) => bytes(u) * n(count, label),
         None => n(count, label),
@@ -166,12 +166,17 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
 /// The largest quantized linear layer one GPU of `stage` holds: `(rows, cols)` of its matrix.
 pub(crate) fn largest_quantized_matrix(r: &Resolved, st: &Stage) -> (u64, u64) {
     let tp = r.layout.tensor_parallel_size;
-    stage_groups(r, st)
-        .iter()
-        .filter(|sg| sg.group.is_quantized())
-        .map(|sg| sg.group.rank_shapes(tp)[0])
-        .max_by_key(|(r, c)| r * c)
-        .unwrap_or((0, 0))
+    let mut largest = (0, 0);
+    for_each_stage_group(r, st, |sg| {
+        if sg.group.is_quantized() {
+            let m = sg.group.rank_shapes(tp)[0];
+            // the last of equally large ones, as before
+            if m.0 * m.1 >= largest.0 * largest.1 {
+                largest = m;
+            }
+        }
+    });
+    largest
 }
 
 #[cfg(test)]

@@ -241,29 +241,6 @@ impl Value {
             Kind::Float(f) => Value::float(self.to_f64() / f),
         }
     }
-    /// `round(self / d)`: the value [`Expr::div_ceil`] and [`Expr::div_floor`] compute in
-    /// numeric mode (no division by 1, no rounding of a whole quotient), with the exact
-    /// quotient of whole numbers in one 64-bit division.
-    #[inline]
-    fn div_rounded(self, d: Value, ceil: bool) -> Value {
-        if let Some((x, y)) = self.small_ints(d)
-            && y > 0
-        {
-            // floor division for a positive divisor; one more when inexact and rounded up
-            let q = x.div_euclid(y);
-            return Value::int(if ceil && q * y != x { q + 1 } else { q });
-        }
-        let q = if d == Value::int(1) {
-            self
-        } else {
-            self.div(d)
-        };
-        match (q.is_int(), ceil) {
-            (true, _) => q,
-            (false, true) => q.ceil(),
-            (false, false) => q.floor(),
-        }
-    }
     fn floor(self) -> Value {
         match self.kind() {
             Kind::Exact(n, d) => Value::int(div_euclid(n, d)),
@@ -538,19 +515,11 @@ impl Expr {
     }
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
-    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn div_ceil(self, d: Expr) -> Expr {
-        if is_numeric() {
-            return Expr::elided(self.value.div_rounded(d.value, true));
-        }
         self.over(d).rounded(Value::ceil, Node::Ceil)
     }
     /// `floor(self / d)` (integer division); written like [`Expr::div_ceil`].
-    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn div_floor(self, d: Expr) -> Expr {
-        if is_numeric() {
-            return Expr::elided(self.value.div_rounded(d.value, false));
-        }
         self.over(d).rounded(Value::floor, Node::Floor)
     }
     /// The quotient `self` rounded (nothing written when it is whole; a division by 1 is

@@ -13,7 +13,7 @@
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC; only what outlasts the compute it overlaps is counted | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC; only what outlasts the compute it overlaps is counted, apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -30,7 +30,7 @@
 //! recomputation) over the GPU's bf16 peak (fp32 peak for fp32 training).
 
 use crate::config::{Precision, Recompute, Training};
-use crate::engines::{DpTraffic, GradReduce, HostTransfers};
+use crate::engines::{DpEdges, DpTraffic, GradReduce, HostTransfers};
 use crate::model::{ModelArch, ParamCounts};
 use crate::precision::StateBytes;
 use crate::presets::GpuPerf;
@@ -151,6 +151,13 @@ struct StageWork {
     attn_model: f64,
     /// Parameters on one GPU of this stage: non-expert (after TP) + experts (after EP x ETP).
     params_rank: f64,
+    /// Of `params_rank`: the embedding (first stage).
+    embed_rank: f64,
+    /// Of `params_rank`: the embedding (first stage) and the LM head (last stage), the FSDP
+    /// root unit.
+    root_rank: f64,
+    /// Of `params_rank`: the stage's first decoder layer.
+    first_layer_rank: f64,
     layers: u64,
     moe_layers: u64,
 }
@@ -213,13 +220,12 @@ fn stage_work(
     let expert_params = moe_f * moe_experts;
     let pp = l.pipeline_parallel_size;
     let head = (arch.vocab_size * arch.hidden_size) as f64;
-    if stage == 0 {
-        dense_params += p.embeddings as f64;
-    }
+    let embed = if stage == 0 { p.embeddings as f64 } else { 0.0 };
+    let mut root = embed;
     if stage + 1 == pp {
         w.head_mm = 2.0 * head;
         // an untied head, or the tied embedding's copy on the last stage
-        dense_params += if p.lm_head > 0 {
+        root += if p.lm_head > 0 {
             p.lm_head as f64
         } else if pp > 1 {
             head
@@ -227,9 +233,19 @@ fn stage_work(
             0.0
         };
     }
+    dense_params += root;
     let tp = l.tensor_parallel_size.max(1) as f64;
     let etp_ep = (l.expert_tensor_parallel_size * l.expert_parallel_size).max(1) as f64;
     w.params_rank = dense_params / tp + expert_params / etp_ep;
+    w.embed_rank = embed / tp;
+    w.root_rank = root / tp;
+    w.first_layer_rank = if end == start {
+        0.0
+    } else if arch.moe_layers_in(start, start + 1) > 0 {
+        (attn + moe_dense_part + norms) / tp + moe_experts / etp_ep
+    } else {
+        (attn + dense_mlp + norms) / tp
+    };
     w
 }
 
@@ -473,38 +489,61 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let dp_bw = link(t.perf, l, g, tp * cp);
     let rep_bw = link(t.perf, l, d.replicas.max(1), tp * cp * g);
     let pr = w.params_rank;
-    let grads = pr * d.grad_bytes as f64;
-    let reduce = match d.grad_reduce {
-        GradReduce::AllReduce => all_reduce(grads, g, dp_bw),
-        GradReduce::ReduceScatter => {
-            gather(grads, g, dp_bw) + all_reduce(grads / g as f64, d.replicas, rep_bw)
+    let reduce_of = |params: f64| {
+        let grads = params * d.grad_bytes as f64;
+        match d.grad_reduce {
+            GradReduce::AllReduce => all_reduce(grads, g, dp_bw),
+            GradReduce::ReduceScatter => {
+                gather(grads, g, dp_bw) + all_reduce(grads / g as f64, d.replicas, rep_bw)
+            }
         }
     };
-    let gathers = d.gathers_per_micro_batch as f64 * gather(pr * d.param_bytes as f64, g, dp_bw);
+    let reduce = reduce_of(pr);
+    let gather_of = |params: f64| gather(params * d.param_bytes as f64, g, dp_bw);
+    let gathers = d.gathers_per_micro_batch as f64 * gather_of(pr);
     let after_step = if d.gather_after_step {
-        gather(pr * d.param_bytes as f64, g, dp_bw)
+        gather_of(pr)
     } else {
         0.0
     };
+    // the ends of a micro-batch no compute hides (DpEdges): parameters gathered before its
+    // first forward computes, gradients of its last backward computation reduced after it
+    let (edge_params_gathered, edge_params_reduced) = match d.edges {
+        DpEdges::Units => (
+            w.root_rank + w.first_layer_rank,
+            w.first_layer_rank + w.root_rank,
+        ),
+        DpEdges::FirstModules => (w.embed_rank + w.first_layer_rank, w.embed_rank),
+        DpEdges::LastBucket => (0.0, w.embed_rank),
+    };
+    let edge_gather = gather_of(edge_params_gathered.min(pr));
+    let edge_reduce = reduce_of(edge_params_reduced.min(pr));
     let bwd_mb = t_compute_mb * 2.0 / 3.0;
+    let fwd_mb = t_compute_mb - bwd_mb;
     let dp = if d.overlapped {
-        // hidden behind the compute it runs under: per micro-batch traffic behind that
-        // micro-batch, the boundary's reduction behind the last backward, the after-step
-        // gather behind the next forward
-        let per_mb_comm = gathers
-            + if d.reduce_every_micro_batch {
-                reduce
-            } else {
-                0.0
-            };
+        // hidden behind the compute it runs under, apart from the edges: per micro-batch
+        // traffic behind that micro-batch, the boundary's reduction behind the last
+        // backward, the once-per-step gather behind the forward after it
+        let (mut per_mb_comm, mut per_mb_edges) = (gathers, 0.0);
+        if d.gathers_per_micro_batch > 0 {
+            per_mb_edges += edge_gather;
+        }
+        if d.reduce_every_micro_batch {
+            per_mb_comm += reduce;
+            per_mb_edges += edge_reduce;
+        }
+        let hidden = |comm: f64, edges: f64, under: f64| edges + (comm - edges - under).max(0.0);
         let boundary = if d.reduce_every_micro_batch {
             0.0
         } else {
-            reduce
+            hidden(reduce, edge_reduce, bwd_mb)
         };
-        m * (per_mb_comm - t_compute_mb).max(0.0)
-            + (boundary - bwd_mb).max(0.0)
-            + (after_step - (t_compute_mb - bwd_mb)).max(0.0)
+        let step_gather = if d.gather_after_step {
+            hidden(after_step, edge_gather, fwd_mb)
+        } else {
+            0.0
+        };
+        m * hidden(per_mb_comm, per_mb_edges, t_compute_mb) + boundary + step_gather
     } else {
         let per_step = if d.reduce_every_micro_batch { m } else { 1.0 };
         m * gathers + per_step * reduce + after_step

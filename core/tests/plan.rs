@@ -79,6 +79,44 @@ fn zero1_without_overlap_adds_its_collectives() {
 }
 
 #[test]
+fn the_ends_of_a_micro_batch_stay_exposed() {
+    // Llama-3.2-1B on 8 H100 in a node, b 1, s 4096, AMP bf16: the traffic between the ends
+    // hides behind the compute (FSDP: 7/8 x P x (2 + 2 + 4) B / 450e9 = 19 ms under about
+    // 60 ms of compute); what no compute can hide stays. Parameters: the tied embedding
+    // E = 128 256 x 2048 = 262 668 288 (the FSDP root; no separate head), the first layer
+    // L = attention 2048 x (2048 + 512 + 512 + 2048) + MLP 3 x 2048 x 8192 + its share of
+    // the norms (16 x 2 x 2048 + the final 2048) / 16 = 10 485 760 + 50 331 648 + 4 224.
+    let e = 262_668_288.0;
+    let layer = 10_485_760.0 + 50_331_648.0 + 4_224.0;
+    let base = json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"micro_batch_size": 1, "seq_len": 4096, "precision": "amp_bf16"},
+        "hardware": {"gpu": "h100-80gb", "num_gpus": 8}
+    });
+    let with_engine = |engine: Value| {
+        let mut v = base.clone();
+        v["engine"] = engine;
+        time_of(v)
+    };
+    // FSDP2: the root and the first layer all-gathered in bf16 (2 B) before any forward
+    // compute, the first layer's and the root's gradients reduce-scattered in fp32 (4 B)
+    // after the last backward computation
+    let t = with_engine(json!({"type": "fsdp", "fsdp_version": 2}));
+    let fsdp = 7.0 / 8.0 * (e + layer) * (2.0 + 4.0) / 450e9;
+    assert!(close(term(&t, "data_parallel"), fsdp), "{t:?} {fsdp}");
+    // DDP: the last bucket holds the embedding's fp32 gradient (AMP keeps fp32 parameters),
+    // all-reduced (2 x 7/8) after backward
+    let t = with_engine(json!({"type": "ddp"}));
+    let ddp = 2.0 * 7.0 / 8.0 * e * 4.0 / 450e9;
+    assert!(close(term(&t, "data_parallel"), ddp), "{t:?} {ddp}");
+    // ZeRO-3: the embedding and the first layer fetched before the forward (bf16), the
+    // open bucket's embedding gradient reduce-scattered after backward (bf16 communication)
+    let t = with_engine(json!({"type": "deepspeed", "zero_stage": 3}));
+    let zero3 = 7.0 / 8.0 * ((e + layer) * 2.0 + e * 2.0) / 450e9;
+    assert!(close(term(&t, "data_parallel"), zero3), "{t:?} {zero3}");
+}
+
+#[test]
 fn the_dense_compute_term_follows_the_flop_count() {
     // Llama-3.2-1B on one H100, b 1, s 1024, bf16, no recomputation. Matmul parameters per
     // token: 16 layers x (attention 2048 x (2048 + 2 x 512 + 2048) + MLP 3 x 2048 x 8192)
@@ -149,6 +187,10 @@ fn published_throughput_within_the_stated_errors() {
     ] {
         assert!(tokens[ptdp] > tokens[zero], "{ptdp} vs {zero}");
     }
+    // torchtitan: FSDP over 8 GPUs (one node) beats FSDP over 128 (5762 vs 5605): the
+    // root's and first layer's gather and reduce-scatter at the ends of the step cross the
+    // nodes' NICs (50 GB/s) instead of NVLink (450 GB/s)
+    assert!(tokens["TT-1a"] > tokens["TT-3a"]);
 }
 
 fn request(model: &str, gpu: &str, n: u64, seq: u64, batch: u64) -> PlanRequest {

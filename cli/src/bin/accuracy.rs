@@ -551,13 +551,18 @@ fn step_time(o: &mut String) {
            explains: the load-balanced ring runs `2 cp` attention chunks per step, each a \
            smaller, less efficient kernel than the whole sequence's.\n\
          * Float8 estimates use the FP8 peak for every decoder matmul; the casts and scale \
-           reductions around them are memory-bound work the model does not count (TT-1c +71 %).\n\
+           reductions around them are memory-bound work the model does not count (TT-1c +68 %).\n\
+         * The data-parallel traffic at the ends of a micro-batch (FSDP's root and first unit, \
+           ZeRO-3's first modules, the embedding's gradient bucket: `DpEdges`) was added after \
+           this comparison had shown FSDP on 128 GPUs (TT-3a) estimated faster than on 8 (TT-1a); \
+           it is read from the engines' sources, not fitted: 0.15 s per step exposed at 128 GPUs \
+           over the 50 GB/s NICs, 15 ms over one node's NVLink.\n\
          * The Megatron-LM rows (NVIDIA's own tuned recipes, FP8) are within 10 %.\n\
          * The Megatron-LM paper's rows (NA-*, A100, fp16) were added after the step-time model \
            was written and it was not changed for them: PTD-P (tensor x pipeline x data) within \
            17 % from 7.5B up (4-17 % too fast up to 146B, 2-11 % too slow above), the 1.7B and 3.6B runs (TP 1-2, the smallest GEMMs) 24-32 % too \
            fast; DeepSpeed ZeRO-3 without model parallelism 19-46 % too fast, most at \
-           micro-batch 4, where the estimate hides every parameter gather under compute.\n\n\
+           micro-batch 4, where the estimate hides every parameter gather but the first modules' under compute.\n\n\
          Published faster-of-two comparisons (tokens/s per GPU, published then estimated; \
          torchtitan's 1F1B vs interleaved 1F1B for 405B, TT-5a/b, cannot be expressed: 126 \
          layers need an uneven split with virtual stages):\n\n\

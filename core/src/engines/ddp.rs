@@ -123,6 +123,7 @@ impl EngineModel for DdpOptions {
             param_bytes: b.weight,
             states_sharded: false,
             host: HostTransfers::None,
+            edges: super::DpEdges::LastBucket,
         }
     }
 }

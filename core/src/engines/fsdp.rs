@@ -187,6 +187,7 @@ impl EngineModel for FsdpOptions {
             } else {
                 super::HostTransfers::None
             },
+            edges: super::DpEdges::Units,
         }
     }
 }

@@ -120,6 +120,7 @@ impl EngineModel for MegatronOptions {
             param_bytes: b.weight,
             states_sharded: self.distributed_optimizer,
             host: HostTransfers::None,
+            edges: super::DpEdges::LastBucket,
         }
     }
 }

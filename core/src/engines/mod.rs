@@ -271,6 +271,39 @@ pub struct DpTraffic {
     /// Optimizer states and master weights sharded over `group` (the step touches a shard).
     pub states_sharded: bool,
     pub host: HostTransfers,
+    /// What of the traffic no compute can hide, at the ends of a micro-batch (see
+    /// [`DpEdges`]).
+    pub edges: DpEdges,
+}
+
+/// The data-parallel traffic at the ends of a micro-batch that no compute can hide: the
+/// parameters gathered before its first forward computes anything, and the gradients
+/// produced by its last backward computation, reduced after it. Step time counts them
+/// exposed however much compute the rest of the traffic hides behind
+/// ([`crate::steptime`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DpEdges {
+    /// FSDP units (one per decoder layer plus the root: embeddings, final norm, LM head).
+    /// The root is all-gathered in the root's pre-forward and the first layer right after
+    /// it (the embedding lookup between them is a gather, not compute); the first layer's
+    /// gradients are reduce-scattered after its backward, the root's after the whole
+    /// backward, in the final callback (torch `_fully_shard/_fsdp_state.py`
+    /// `_root_pre_forward`, `_root_post_backward_final_callback`; FSDP1
+    /// `_runtime_utils.py` `_post_backward_final_callback`).
+    Units,
+    /// DeepSpeed ZeRO-3: the first modules' parameters (the embedding, then the first
+    /// layer's) are fetched before the forward computes; the gradient bucket still open when
+    /// backward ends, which holds at least the embedding's gradient (the last one backward
+    /// produces), is reduced in `independent_gradient_partition_epilogue`
+    /// (`runtime/zero/stage3.py`, `partitioned_param_coordinator.py`).
+    FirstModules,
+    /// Gradient buckets (DDP's Reducer, DeepSpeed ZeRO-1/2, Megatron-Core's grad buffer):
+    /// buckets are filled in reverse parameter order, so the last one holds the embedding,
+    /// whose gradient backward produces last; its reduction starts when backward has
+    /// finished (torch `nn/parallel/distributed.py` `_compute_bucket_assignment_by_size`,
+    /// Megatron-Core `distributed/param_and_grad_buffer.py`). Counted as the embedding
+    /// alone: a lower bound of the bucket.
+    LastBucket,
 }
 
 impl Engine {

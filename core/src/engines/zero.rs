@@ -61,6 +61,11 @@ impl ZeroOptions {
                 (Offload::Cpu | Offload::Nvme, Offload::None) => HostTransfers::Optimizer,
                 (Offload::None, Offload::None) => HostTransfers::None,
             },
+            edges: if stage == 3 {
+                super::DpEdges::FirstModules
+            } else {
+                super::DpEdges::LastBucket
+            },
         }
     }
 

@@ -118,6 +118,7 @@ impl EngineModel for DdpOptions {
             reduce_every_micro_batch: false,
             gathers_per_micro_batch: 0,
             gather_after_step: false,
+            step_gather_overlapped: false,
             overlapped: true,
             grad_bytes: b.grad,
             param_bytes: b.weight,

@@ -178,6 +178,7 @@ impl EngineModel for FsdpOptions {
                 gathers
             },
             gather_after_step: pipelined && gathers == 1,
+            step_gather_overlapped: true,
             overlapped: true,
             grad_bytes: self.reduce_bytes(precision, b.weight),
             param_bytes: self.param_bytes(precision, b.weight),

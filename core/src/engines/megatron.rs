@@ -111,6 +111,7 @@ impl EngineModel for MegatronOptions {
             reduce_every_micro_batch: false,
             gathers_per_micro_batch: 0,
             gather_after_step: self.distributed_optimizer,
+            step_gather_overlapped: true,
             overlapped: true,
             grad_bytes: if b.grad_accum > 0 {
                 b.grad_accum

@@ -260,6 +260,12 @@ pub struct DpTraffic {
     /// distributed optimizer), or before the first forward and kept over the micro-batches
     /// (FSDP2 under a pipeline schedule).
     pub gather_after_step: bool,
+    /// The once-per-step gather runs under the next forward (Megatron
+    /// `--overlap-param-gather`; FSDP2's per-unit gathers under a pipeline schedule) rather
+    /// than inside the optimizer step, which waits for it (DeepSpeed ZeRO-1/2:
+    /// `all_gather_dp_groups` in `runtime/zero/stage_1_and_2.py` `step`, whatever
+    /// `overlap_comm` says).
+    pub step_gather_overlapped: bool,
     /// Collectives run on their own stream under the compute (DDP buckets, FSDP and ZeRO-3
     /// prefetch, DeepSpeed `overlap_comm`, Megatron `--overlap-grad-reduce` /
     /// `--overlap-param-gather`).

@@ -52,6 +52,8 @@ impl ZeroOptions {
             reduce_every_micro_batch: stage >= 2,
             gathers_per_micro_batch: if stage == 3 { 2 } else { 0 },
             gather_after_step: stage == 1 || stage == 2,
+            // inside the optimizer step (stage_1_and_2.py `step`), never under compute
+            step_gather_overlapped: false,
             overlapped: self.overlap_comm(),
             grad_bytes: b.grad,
             param_bytes: b.weight,

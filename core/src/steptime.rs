@@ -215,8 +215,9 @@ fn stage_work(
         layer_mm: dense_f * 2.0 * (attn + dense_mlp) + moe_f * 2.0 * (attn + moe_active),
         ..Default::default()
     };
-    let mut dense_params =
-        dense_f * (attn + dense_mlp + norms) + moe_f * (attn + moe_dense_part + norms);
+    // non-expert parameters of one dense and of one MoE layer
+    let (dense_layer, moe_layer) = (attn + dense_mlp + norms, attn + moe_dense_part + norms);
+    let mut dense_params = dense_f * dense_layer + moe_f * moe_layer;
     let expert_params = moe_f * moe_experts;
     let pp = l.pipeline_parallel_size;
     let head = (arch.vocab_size * arch.hidden_size) as f64;
@@ -242,9 +243,9 @@ fn stage_work(
     w.first_layer_rank = if end == start {
         0.0
     } else if arch.moe_layers_in(start, start + 1) > 0 {
-        (attn + moe_dense_part + norms) / tp + moe_experts / etp_ep
+        moe_layer / tp + moe_experts / etp_ep
     } else {
-        (attn + dense_mlp + norms) / tp
+        dense_layer / tp
     };
     w
 }
@@ -508,16 +509,17 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     };
     // the ends of a micro-batch no compute hides (DpEdges): parameters gathered before its
     // first forward computes, gradients of its last backward computation reduced after it
+    // (each a part of the stage's parameters `pr`)
     let (edge_params_gathered, edge_params_reduced) = match d.edges {
-        DpEdges::Units => (
-            w.root_rank + w.first_layer_rank,
-            w.first_layer_rank + w.root_rank,
-        ),
+        DpEdges::Units => {
+            let units = w.root_rank + w.first_layer_rank;
+            (units, units)
+        }
         DpEdges::FirstModules => (w.embed_rank + w.first_layer_rank, w.embed_rank),
         DpEdges::LastBucket => (0.0, w.embed_rank),
     };
-    let edge_gather = gather_of(edge_params_gathered.min(pr));
-    let edge_reduce = reduce_of(edge_params_reduced.min(pr));
+    let edge_gather = gather_of(edge_params_gathered);
+    let edge_reduce = reduce_of(edge_params_reduced);
     let bwd_mb = t_compute_mb * 2.0 / 3.0;
     let fwd_mb = t_compute_mb - bwd_mb;
     let dp = if d.overlapped {

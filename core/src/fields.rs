@@ -502,7 +502,7 @@ const RELATED: &[(&str, &str)] = &[
     ("parallelism.data_parallel_replicate_size", "divides data_parallel_size"),
     ("parallelism.tensor_parallel_size", "divides num_attention_heads and num_key_value_heads"),
     ("parallelism.pipeline_parallel_size", "divides num_hidden_layers, unless the first/last stage sizes are given"),
-    ("parallelism.virtual_pipeline_parallel_size", "pipeline size x virtual stages divides num_hidden_layers"),
+    ("parallelism.virtual_pipeline_parallel_size", "pipeline size x virtual stages divides num_hidden_layers; with an uneven split, divides the first, last and middle stages' layers"),
     ("parallelism.first_pipeline_stage_layers", "first + last stage layers at most num_hidden_layers, the rest split evenly over the middle stages"),
     ("parallelism.last_pipeline_stage_layers", "as first_pipeline_stage_layers"),
     ("parallelism.expert_parallel_size", "divides the number of experts and data x context parallel size"),

@@ -44,9 +44,12 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
             continue;
         }
         let (start, end) = l.stage_layers.range(s, pp);
-        let moe_layers = (start..end)
-            .filter(|&i| r.arch.ffn_kind(i) == FfnKind::Moe)
-            .count() as u64;
+        // the stage's model chunks (one without virtual stages)
+        let moe_layers = l
+            .stage_layers
+            .chunks(s, pp, vpp_of(l))
+            .map(|(a, b)| r.arch.moe_layers_in(a, b))
+            .sum::<u64>();
         let inflight = inflight(l.pipeline_schedule, pp, vpp_of(l), s, ga);
         out.push(Stage {
             index: s,

@@ -16,12 +16,14 @@
 //! Layout rules (the others are what [`crate::resolve`] accepts): tensor parallelism inside
 //! a node and dividing the attention and KV heads; pipeline stages dividing the layers, or
 //! an uneven split (first and last stages taking the remainder) for engines that model it;
-//! virtual stages dividing each stage's layers; context parallelism dividing the sequence
-//! into `2 cp` chunks (load-balanced ring attention); expert parallelism dividing the
-//! experts; data parallelism dividing the global batch when it is given in sequences, or,
-//! given in tokens, the batch rounded per layout to whole sequences per data-parallel rank
-//! (so that 4M tokens of 4096, 977 sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with
-//! tensor parallelism wherever the engine models it (Megatron, torchtitan).
+//! virtual stages dividing each stage's layers (of an uneven split too, whose middle and
+//! end stages are then whole multiples of the chunk count, `shapes::uneven_split`);
+//! context parallelism dividing the sequence into `2 cp` chunks (load-balanced ring
+//! attention); expert parallelism dividing the experts; data parallelism dividing the
+//! global batch when it is given in sequences, or, given in tokens, the batch rounded per
+//! layout to whole sequences per data-parallel rank (so that 4M tokens of 4096, 977
+//! sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with tensor
+//! parallelism wherever the engine models it (Megatron, torchtitan).
 
 use crate::config::{
     Config, DdpOptions, Engine, FsdpOptions, MegatronDeepspeedOptions, MegatronOptions, Mode,
@@ -449,9 +451,17 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                             .collect(),
                         None => vec![1],
                     };
-                    let vs: Vec<u64> = if pp > 1 && even {
+                    // virtual stages cutting every stage into equal model chunks: an even
+                    // split's stage, or the uneven split made of whole chunks
+                    let vs: Vec<u64> = if pp > 1 {
                         (1..=req.max_virtual_stages)
-                            .filter(|v| (layers / pp).is_multiple_of(*v))
+                            .filter(|&v| {
+                                if even {
+                                    (layers / pp).is_multiple_of(v)
+                                } else {
+                                    uneven_split(layers, pp, v).is_some()
+                                }
+                            })
                             .collect()
                     } else {
                         vec![1]
@@ -465,7 +475,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                         for &v in &vs {
                             let mut p = crate::config::Parallelism::default();
                             if !even {
-                                let Some((first, last)) = uneven_split(layers, pp) else {
+                                let Some((first, last)) = uneven_split(layers, pp, v) else {
                                     continue;
                                 };
                                 p.first_pipeline_stage_layers = Some(first);

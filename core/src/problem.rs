@@ -103,7 +103,10 @@ impl Layout {
     }
 }
 
-/// How the decoder layers are split over the pipeline stages.
+/// How the decoder layers are split over the pipeline stages (each stage's total; with
+/// virtual stages, a stage's layers form `virtual_pipeline_parallel_size` equal model
+/// chunks, Megatron-Core's rule: `get_num_layers_to_build` divides each rank's count by the
+/// virtual size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageLayers {
@@ -133,6 +136,26 @@ impl StageLayers {
         };
         (start, start + len)
     }
+
+    /// The decoder-layer index ranges `[start, end)` that stage `s` of `pp` holds with `v`
+    /// model chunks per stage (interleaved 1F1B): chunk `j` of stage `s` is virtual stage
+    /// `j x pp + s`, so it starts after `j` whole passes over the stages (`j x` the layers
+    /// of one chunk of every stage) and the chunks of the stages before `s` (Megatron-Core
+    /// `get_transformer_layer_offset`). With `v = 1`, [`StageLayers::range`] alone. Every
+    /// stage's layers must divide by `v` (resolve checks it); ranges are clamped to the
+    /// stage's layers otherwise.
+    pub fn chunks(&self, s: u64, pp: u64, v: u64) -> impl Iterator<Item = (u64, u64)> {
+        let v = v.max(1);
+        let (start, end) = self.range(s, pp);
+        let (len, stage_start) = ((end - start) / v, start / v);
+        // one pass over the stages: a chunk of each, `layers / v`
+        let (_, layers) = self.range(pp.max(1) - 1, pp.max(1));
+        let pass = layers / v;
+        (0..v).map(move |j| {
+            let a = j * pass + stage_start;
+            (a, a + len)
+        })
+    }
 }
 
 /// A validated problem, ready for [`crate::estimate`].
@@ -151,4 +174,34 @@ pub struct Resolved {
     pub bytes: StateBytes,
     pub gpu: GpuSpec,
     pub warnings: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StageLayers;
+
+    #[test]
+    fn model_chunks_of_a_stage() {
+        // 32 layers on 4 stages (6, 10, 10, 6) of 2 chunks: one pass over the stages takes
+        // 3 + 5 + 5 + 3 = 16 layers, so stage 0 holds [0, 3) and [16, 19), stage 1 [3, 8)
+        // and [19, 24), stage 3 [13, 16) and [29, 32)
+        let sl = StageLayers {
+            first: 6,
+            middle: 10,
+            last: 6,
+        };
+        let chunks = |s| sl.chunks(s, 4, 2).collect::<Vec<_>>();
+        assert_eq!(chunks(0), vec![(0, 3), (16, 19)]);
+        assert_eq!(chunks(1), vec![(3, 8), (19, 24)]);
+        assert_eq!(chunks(3), vec![(13, 16), (29, 32)]);
+        // without virtual stages, the stage's range
+        assert_eq!(sl.chunks(2, 4, 1).collect::<Vec<_>>(), vec![(16, 26)]);
+        // one stage
+        let one = StageLayers {
+            first: 12,
+            middle: 12,
+            last: 12,
+        };
+        assert_eq!(one.chunks(0, 1, 1).collect::<Vec<_>>(), vec![(0, 12)]);
+    }
 }

@@ -239,7 +239,10 @@ pub fn synthesize(n: u64) -> ModelArch {
 
 /// Splits `layers` decoder layers over `pp` stages: evenly, or with the first/last stage
 /// sizes the config gives and the rest spread evenly over the middle stages (Megatron
-/// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`).
+/// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`). With
+/// `vpp` virtual stages each stage's layers must divide into `vpp` equal model chunks
+/// (Megatron-Core `TransformerConfig.__post_init__`: the first, the last and every middle
+/// stage's layers divisible by the virtual pipeline size).
 pub(crate) fn split_layers(
     layers: u64,
     pp: u64,
@@ -267,13 +270,6 @@ pub(crate) fn split_layers(
             middle: 0,
             last: layers,
         };
-    }
-    if vpp > 1 {
-        e.add(
-            "parallelism.virtual_pipeline_parallel_size",
-            vpp,
-            "cannot be combined with an uneven pipeline split",
-        );
     }
     let middles = pp - 2;
     // unspecified ends take an even share of what the other end leaves
@@ -308,11 +304,29 @@ pub(crate) fn split_layers(
             last: l.min(layers),
         };
     }
-    StageLayers {
+    let split = StageLayers {
         first: f,
         middle: rest.checked_div(middles).unwrap_or(0),
         last: l,
+    };
+    if vpp > 1 {
+        let stages = [
+            ("first", split.first),
+            ("middle", if middles > 0 { split.middle } else { 0 }),
+            ("last", split.last),
+        ];
+        if let Some((which, n)) = stages.iter().find(|(_, n)| !n.is_multiple_of(vpp)) {
+            e.add(
+                "parallelism.virtual_pipeline_parallel_size",
+                vpp,
+                format!(
+                    "must divide each pipeline stage's layers into equal model chunks; the {which} stage has {n} (first {}, middle {}, last {} of num_hidden_layers = {layers})",
+                    split.first, split.middle, split.last
+                ),
+            );
+        }
     }
+    split
 }
 
 /// Checks the training engine against the layout: the parallel dimensions it models and

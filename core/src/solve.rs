@@ -259,7 +259,7 @@ impl Search<'_> {
                 let uneven = if layers.is_multiple_of(pp) {
                     None
                 } else if par.uneven_pipeline {
-                    match uneven_split(layers, pp) {
+                    match uneven_split(layers, pp, 1) {
                         Some(split) => Some(split),
                         None => continue,
                     }

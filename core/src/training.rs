@@ -412,11 +412,16 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     }
     let mask = activations::sliding_mask_bytes(c);
     if mask > 0 {
-        let (start, end) = r
-            .layout
+        let l = &r.layout;
+        let sliding = l
             .stage_layers
-            .range(st.index, r.layout.pipeline_parallel_size);
-        let sliding = (start..end).filter(|&i| r.arch.is_sliding(i)).count() as u64;
+            .chunks(
+                st.index,
+                l.pipeline_parallel_size,
+                l.virtual_pipeline_parallel_size,
+            )
+            .map(|(a, b)| r.arch.sliding_layers_in(a, b))
+            .sum::<u64>();
         parts.push(
             n(sliding, "sliding-window layers")
                 * n(mask, "B of SDPA mask and repeated K V per layer"),

@@ -619,6 +619,86 @@ fn uneven_pipeline_split() {
 }
 
 #[test]
+fn uneven_pipeline_split_with_virtual_stages() {
+    // Megatron-Core cuts each stage's layers into VPP equal model chunks, the uneven ends
+    // too (first 6 = 2 x 3, middle 10 = 2 x 5, last 6 = 2 x 3 of Llama-2-7B's 32 layers)
+    let run = |vpp: Option<u64>| {
+        let mut par = json!({"pipeline_parallel_size": 4, "first_pipeline_stage_layers": 6, "last_pipeline_stage_layers": 6});
+        if let Some(v) = vpp {
+            par["virtual_pipeline_parallel_size"] = json!(v);
+        }
+        est(json!({
+            "model": {"preset": "llama-2-7b"},
+            "training": {"seq_len": 1024, "gradient_accumulation_steps": 8, "attention": "flash"},
+            "parallelism": par,
+            "engine": {"type": "megatron"},
+            "hardware": {"num_gpus": 4, "gpu": "h200-141gb"}
+        }))
+    };
+    let (plain, interleaved) = (run(None), run(Some(2)));
+    let layers: Vec<(u64, u64)> = interleaved
+        .stages
+        .iter()
+        .map(|s| (s.stage, s.layers))
+        .collect();
+    assert_eq!(layers, vec![(0, 6), (1, 10), (3, 6)]);
+    assert_eq!(interleaved.stages[1].params_on_gpu, 10 * 202_383_360);
+    // stage 1 is the most loaded in both. 1F1B: min(PP - 1, 8) = 3 micro-batches of its 10
+    // layers = 30 layer activations. Interleaved: (PP - 1 - 1) x 2 + (VPP - 1) x PP + 1 = 9
+    // chunks of 5 layers = 45, x 3/2
+    assert_eq!(plain.most_loaded, "pipeline stage 1 of 4");
+    assert_eq!(interleaved.most_loaded, "pipeline stage 1 of 4");
+    assert_eq!(
+        2 * c(&interleaved, "forward", "activations"),
+        3 * c(&plain, "forward", "activations")
+    );
+    // an end that does not cut into whole chunks is an error naming the virtual size
+    let bad = Config::from_value(json!({
+        "model": {"preset": "llama-2-7b"},
+        "parallelism": {"pipeline_parallel_size": 4, "virtual_pipeline_parallel_size": 2,
+                        "first_pipeline_stage_layers": 7, "last_pipeline_stage_layers": 5},
+        "engine": {"type": "megatron"}, "hardware": {"num_gpus": 4}
+    }))
+    .unwrap();
+    let err = estimate(&bad).unwrap_err();
+    assert_eq!(err[0].field, "parallelism.virtual_pipeline_parallel_size");
+    assert!(
+        err[0].message.contains("the first stage has 7"),
+        "{}",
+        err[0].message
+    );
+}
+
+#[test]
+fn virtual_stages_hold_non_contiguous_layers() {
+    // DeepSeek-V2-Lite cut to 24 layers, the first 3 dense (first_k_dense_replace), on
+    // PP 2 with 12 virtual stages: chunks of one layer, stage 0 holds the even layers
+    // (0, 2 dense), stage 1 the odd ones (1 dense, 11 MoE), not layers 0-11 and 12-23.
+    // Per layer (h 2048, 16 heads, MLA without q LoRA): q 2048 x 3072 = 6 291 456,
+    // kv_a 2048 x 576 = 1 179 648, its norm 512, kv_b 512 x 4096 = 2 097 152,
+    // o 2048 x 2048 = 4 194 304: attention 13 763 072; two norms 4096.
+    // Dense MLP 3 x 2048 x 10 944 = 67 239 936: dense layer 81 007 104.
+    // MoE: router 64 x 2048 = 131 072, 64 experts x 3 x 2048 x 1408 = 553 648 128, 2 shared
+    // 3 x 2048 x 2816 = 17 301 504: MoE layer 584 847 872.
+    // Stage 1 adds the final norm 2048 and the LM head 102 400 x 2048 = 209 715 200.
+    let e = est(json!({
+        "model": {"preset": "deepseek-v2-lite", "num_hidden_layers": 24, "first_k_dense_replace": 3},
+        "training": {"seq_len": 1024, "gradient_accumulation_steps": 4, "attention": "flash"},
+        "parallelism": {"pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 12},
+        "engine": {"type": "megatron"},
+        "hardware": {"num_gpus": 2, "gpu": "h200-141gb"}
+    }));
+    let (dense, moe) = (81_007_104u64, 584_847_872u64);
+    let stage = |i: u64| e.stages.iter().find(|s| s.stage == i).unwrap();
+    assert_eq!(
+        stage(1).params_on_gpu,
+        dense + 11 * moe + 2048 + 209_715_200
+    );
+    // stage 0: 2 dense, 10 MoE and the embedding 102 400 x 2048
+    assert_eq!(stage(0).params_on_gpu, 2 * dense + 10 * moe + 209_715_200);
+}
+
+#[test]
 fn overheads_are_apart_from_the_peak() {
     // 8 GPUs, DP only: one NCCL communicator of 4 MiB x 2 x 16 channels = 128 MiB; cuBLAS
     // workspace 32 MiB on Hopper; the H100 preset's context 911 MiB; reserve 5 % of the peak

@@ -79,18 +79,36 @@ impl Layout {
         self.num_gpus.min(self.gpus_per_node)
     }
     /// The model-parallel sizes above 1, as the field writes them: "TP 8, PP 2" (empty for
-    /// data parallelism alone).
+    /// data parallelism alone); an uneven pipeline split with its stages' layers, first /
+    /// middle x count / last: "PP 8 (14 / 16 x 6 / 16 layers)".
     pub fn describe_model_parallel(&self) -> String {
+        let pp = self.pipeline_parallel_size;
+        let sl = self.stage_layers;
+        let split = if pp > 1 && (sl.first != sl.middle || sl.last != sl.middle) {
+            match pp {
+                2 => format!(" ({} / {} layers)", sl.first, sl.last),
+                3 => format!(" ({} / {} / {} layers)", sl.first, sl.middle, sl.last),
+                _ => format!(
+                    " ({} / {} x {} / {} layers)",
+                    sl.first,
+                    sl.middle,
+                    pp - 2,
+                    sl.last
+                ),
+            }
+        } else {
+            String::new()
+        };
         [
-            ("TP", self.tensor_parallel_size),
-            ("PP", self.pipeline_parallel_size),
-            ("VP", self.virtual_pipeline_parallel_size),
-            ("CP", self.context_parallel_size),
-            ("EP", self.expert_parallel_size),
+            ("TP", self.tensor_parallel_size, ""),
+            ("PP", pp, split.as_str()),
+            ("VP", self.virtual_pipeline_parallel_size, ""),
+            ("CP", self.context_parallel_size, ""),
+            ("EP", self.expert_parallel_size, ""),
         ]
         .iter()
-        .filter(|(_, v)| *v > 1)
-        .map(|(k, v)| format!("{k} {v}"))
+        .filter(|(_, v, _)| *v > 1)
+        .map(|(k, v, more)| format!("{k} {v}{more}"))
         .collect::<Vec<_>>()
         .join(", ")
     }

@@ -328,6 +328,14 @@ fn uneven_splits_take_virtual_stages() {
         (4, Some(4), Some(4)),
     ];
     assert_eq!(splits, want.into_iter().collect(), "{}", r.message);
+    // each plan names its split: an uneven one with its stages' layers
+    assert!(
+        r.plans
+            .iter()
+            .any(|p| p.summary.contains("PP 3 (4 / 6 / 6 layers), VP 2, DP 1")),
+        "{:?}",
+        r.plans.iter().map(|p| &p.summary).collect::<Vec<_>>()
+    );
     same_top(&r, &plan_exhaustive(&req).unwrap());
 }
 

@@ -44,12 +44,7 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
             continue;
         }
         let (start, end) = l.stage_layers.range(s, pp);
-        // the stage's model chunks (one without virtual stages)
-        let moe_layers = l
-            .stage_layers
-            .chunks(s, pp, vpp_of(l))
-            .map(|(a, b)| r.arch.moe_layers_in(a, b))
-            .sum::<u64>();
+        let (moe_layers, _) = l.stage_layer_kinds(&r.arch, s);
         let inflight = inflight(l.pipeline_schedule, pp, vpp_of(l), s, ga);
         out.push(Stage {
             index: s,

@@ -451,20 +451,21 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                             .collect(),
                         None => vec![1],
                     };
-                    // virtual stages cutting every stage into equal model chunks: an even
+                    // virtual stages cutting every stage into equal model chunks, each with
+                    // its uneven split (first, last) if the layers do not divide: an even
                     // split's stage, or the uneven split made of whole chunks
-                    let vs: Vec<u64> = if pp > 1 {
+                    let vs: Vec<(u64, Option<(u64, u64)>)> = if pp > 1 {
                         (1..=req.max_virtual_stages)
-                            .filter(|&v| {
+                            .filter_map(|v| {
                                 if even {
-                                    (layers / pp).is_multiple_of(v)
+                                    (layers / pp).is_multiple_of(v).then_some((v, None))
                                 } else {
-                                    uneven_split(layers, pp, v).is_some()
+                                    uneven_split(layers, pp, v).map(|split| (v, Some(split)))
                                 }
                             })
                             .collect()
                     } else {
-                        vec![1]
+                        vec![(1, None)]
                     };
                     // micro-batches dividing the data-parallel rank's share of the batch
                     let mbs: Vec<u64> = divisors(local)
@@ -472,15 +473,12 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                         .take_while(|&mb| mb <= req.max_micro_batch)
                         .collect();
                     for &ep in &eps {
-                        for &v in &vs {
-                            let mut p = crate::config::Parallelism::default();
-                            if !even {
-                                let Some((first, last)) = uneven_split(layers, pp, v) else {
-                                    continue;
-                                };
-                                p.first_pipeline_stage_layers = Some(first);
-                                p.last_pipeline_stage_layers = Some(last);
-                            }
+                        for &(v, split) in &vs {
+                            let p = crate::config::Parallelism {
+                                first_pipeline_stage_layers: split.map(|s| s.0),
+                                last_pipeline_stage_layers: split.map(|s| s.1),
+                                ..Default::default()
+                            };
                             let mut se = Errors::default();
                             let stage_layers =
                                 crate::resolve::split_layers(layers, pp, &p, v, &mut se);

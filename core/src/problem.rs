@@ -112,6 +112,25 @@ impl Layout {
         .collect::<Vec<_>>()
         .join(", ")
     }
+    /// Of the decoder layers pipeline stage `s` holds (its model chunks with virtual
+    /// stages, [`StageLayers::chunks`]), how many are MoE layers and how many
+    /// sliding-window layers: `(moe, sliding)`.
+    pub fn stage_layer_kinds(&self, arch: &ModelArch, s: u64) -> (u64, u64) {
+        let layers = arch.num_hidden_layers;
+        self.stage_layers
+            .chunks(
+                s,
+                self.pipeline_parallel_size,
+                self.virtual_pipeline_parallel_size,
+            )
+            .fold((0, 0), |(moe, sliding), (a, b)| {
+                let b = b.min(layers);
+                (
+                    moe + arch.moe_layers_in(a, b),
+                    sliding + arch.sliding_layers_in(a, b),
+                )
+            })
+    }
     /// [`Layout::describe_model_parallel`] and the data-parallel size: "TP 8, PP 2, DP 4".
     pub fn describe(&self) -> String {
         match self.describe_model_parallel() {

@@ -196,16 +196,7 @@ fn stage_work(
     // and full-attention layer of the stage contributes the same
     let end = end.min(layers).max(start);
     let n = (end - start) as f64;
-    let (mut moe, mut sliding) = (0, 0);
-    // the stage's model chunks (one without virtual stages)
-    for (a, b) in l.stage_layers.chunks(
-        stage,
-        l.pipeline_parallel_size,
-        l.virtual_pipeline_parallel_size,
-    ) {
-        moe += arch.moe_layers_in(a, b.min(layers));
-        sliding += arch.sliding_layers_in(a, b.min(layers));
-    }
+    let (moe, sliding) = l.stage_layer_kinds(arch, stage);
     let sliding = sliding as f64;
     let (moe_f, dense_f) = (moe as f64, n - moe as f64);
     let keys_full = (s + 1.0) / 2.0;

@@ -412,16 +412,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
     }
     let mask = activations::sliding_mask_bytes(c);
     if mask > 0 {
-        let l = &r.layout;
-        let sliding = l
-            .stage_layers
-            .chunks(
-                st.index,
-                l.pipeline_parallel_size,
-                l.virtual_pipeline_parallel_size,
-            )
-            .map(|(a, b)| r.arch.sliding_layers_in(a, b))
-            .sum::<u64>();
+        let (_, sliding) = r.layout.stage_layer_kinds(&r.arch, st.index);
         parts.push(
             n(sliding, "sliding-window layers")
                 * n(mask, "B of SDPA mask and repeated K V per layer"),

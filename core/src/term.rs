@@ -4,7 +4,7 @@
 //! `theoretical_memory_usage.py` keeps the comment and the arithmetic on one line; here they
 //! are one value). A [`Term`] adds the source (paper, framework file) of the formula.
 //!
-//! Arithmetic is exact: integers and rationals in `i128`, with `ceil(..)` and `floor(..)`
+//! Arithmetic is exact: rationals with 128-bit numerators and 64-bit denominators, with `ceil(..)` and `floor(..)`
 //! where the code rounds. A float appears only where the model multiplies by a user's
 //! fraction (`gpu_memory_utilization`, `allocator_reserve_fraction`); it is written with a
 //! decimal point and, from there on, the expression is evaluated in `f64` left to right, as
@@ -27,21 +27,26 @@ use std::cmp::Ordering;
 /// A label after a number (`"params"`, `"B"`): words that start with a letter.
 pub type Label = &'static str;
 
-/// The value of an expression: an exact rational `n / d` (`d > 0`, reduced), or an `f64`.
+/// The value of an expression: an exact rational `n / d` (`d > 0`, reduced; `n` in 128
+/// bits, `d` in 64), or an `f64`.
 ///
-/// Stored in 32 bytes without a tag (the estimate moves values by the thousand): an exact
-/// rational keeps `d > 0`, and `d == 0` marks a float whose bits `n` holds.
+/// Stored in 24 bytes without a tag (the estimate moves values by the thousand): an exact
+/// rational keeps `d > 0`, and `d == 0` marks a float whose bits `n` holds. Numerators
+/// need 128 bits (a product of a parameter count and a byte count over 2^63 before the
+/// division that brings it back); denominators are ranks, parameter counts and their
+/// products, and a quotient whose reduced denominator does not fit 64 bits becomes the
+/// float nearest to it, as an overflowing exact operation always did.
 #[derive(Clone, Copy)]
-#[repr(C, packed(8))] // 8-byte aligned: an expression is then 56 bytes, not 64
+#[repr(C, packed(8))] // 8-byte aligned: 24 bytes, an expression 48
 pub struct Value {
     n: i128,
-    d: i128,
+    d: i64,
 }
 
 /// A [`Value`] taken apart.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
-    Exact(i128, i128),
+    Exact(i128, i64),
     Float(f64),
 }
 
@@ -85,11 +90,11 @@ fn gcd64(a: i64, b: i64) -> i64 {
     i64::try_from(gcd_u64(a.unsigned_abs(), b.unsigned_abs())).unwrap_or(1)
 }
 
-/// `n.div_euclid(d)` (`d > 0`), in 64 bits when both fit.
-fn div_euclid(n: i128, d: i128) -> i128 {
-    match (i64::try_from(n), i64::try_from(d)) {
-        (Ok(n), Ok(d)) => i128::from(n.div_euclid(d)),
-        _ => n.div_euclid(d),
+/// `n.div_euclid(d)` (`d > 0`), in 64 bits when `n` fits.
+fn div_euclid(n: i128, d: i64) -> i128 {
+    match i64::try_from(n) {
+        Ok(n) => i128::from(n.div_euclid(d)),
+        _ => n.div_euclid(i128::from(d)),
     }
 }
 
@@ -98,14 +103,10 @@ impl Value {
     const fn int(n: i128) -> Value {
         Value { n, d: 1 }
     }
-    /// `n / d` as given (`d > 0`, already reduced).
-    const fn exact(n: i128, d: i128) -> Value {
-        Value { n, d }
-    }
     /// The float `f`.
     fn float(f: f64) -> Value {
         Value {
-            n: i128::from(f.to_bits()),
+            n: f.to_bits() as i128,
             d: 0,
         }
     }
@@ -122,6 +123,8 @@ impl Value {
     fn is_int(self) -> bool {
         self.d == 1
     }
+    /// `n / d` reduced: exact when the reduced denominator fits 64 bits, else the nearest
+    /// float.
     fn ratio(n: i128, d: i128) -> Value {
         if d == 0 {
             return Value::float(f64::NAN);
@@ -137,10 +140,14 @@ impl Value {
             return Value::int(i128::from(n / d));
         }
         let g = gcd(n, d);
-        if let (Ok(n), Ok(d), Ok(g)) = (i64::try_from(n), i64::try_from(d), i64::try_from(g)) {
-            return Value::exact(i128::from(n / g), i128::from(d / g));
+        let (n, d) = match (i64::try_from(n), i64::try_from(d), i64::try_from(g)) {
+            (Ok(n), Ok(d), Ok(g)) => (i128::from(n / g), i128::from(d / g)),
+            _ => (n / g, d / g),
+        };
+        match i64::try_from(d) {
+            Ok(d) => Value { n, d },
+            Err(_) => Value::float(n as f64 / d as f64),
         }
-        Value::exact(n / g, d / g)
     }
     /// The value as an `f64`.
     pub fn to_f64(self) -> f64 {
@@ -150,7 +157,7 @@ impl Value {
         }
     }
     fn exact2(self, o: Value) -> Option<(i128, i128, i128, i128)> {
-        (self.d != 0 && o.d != 0).then_some((self.n, self.d, o.n, o.d))
+        (self.d != 0 && o.d != 0).then_some((self.n, i128::from(self.d), o.n, i128::from(o.d)))
     }
     /// Both whole numbers that fit 64 bits (nearly every value), widened: their sum and
     /// product cannot overflow an i128 (one add, one widening multiply).
@@ -192,7 +199,7 @@ impl Value {
     }
     fn neg(self) -> Value {
         match self.kind() {
-            Kind::Exact(n, d) => Value::exact(-n, d),
+            Kind::Exact(n, d) => Value { n: -n, d },
             Kind::Float(f) => Value::float(-f),
         }
     }
@@ -237,7 +244,7 @@ impl Value {
             // a whole number over a whole number (nearly every quotient): one gcd, as
             // `self × 1/c` reduces it
             Kind::Exact(c, 1) if self.is_int() => Value::ratio(self.n, c),
-            Kind::Exact(c, d) => self.mul(Value::ratio(d, c)),
+            Kind::Exact(c, d) => self.mul(Value::ratio(i128::from(d), c)),
             Kind::Float(f) => Value::float(self.to_f64() / f),
         }
     }
@@ -376,7 +383,7 @@ pub struct Expr {
 
 /// A whole number with a label: `n(4, "B")` renders `4 B`.
 pub fn n(v: u64, label: Label) -> Expr {
-    Expr::num(Value::int(v as i128), false, label)
+    Expr::num(Value::int(i128::from(v)), false, label)
 }
 
 /// A fraction or factor given as a float (`0.9`), rendered with a decimal point.

@@ -464,12 +464,12 @@ fn mlp_saved_split(
         ModelCode::Transformers => {
             let (gate, up, gate_up, down) = a.mlp_names();
             if !input_shared {
-                let names: Vec<&str> = match a.mlp {
-                    MlpKind::Gated if !a.fused_gate_up => vec![gate, up],
-                    MlpKind::Gated => vec![gate_up],
-                    MlpKind::Standard => vec![up],
+                let names: &[&str] = match a.mlp {
+                    MlpKind::Gated if !a.fused_gate_up => &[gate, up],
+                    MlpKind::Gated => &[gate_up],
+                    MlpKind::Standard => &[up],
                 };
-                push(v, "mlp_input", linear_inputs(c, &names, t, h));
+                push(v, "mlp_input", linear_inputs(c, names, t, h));
             }
             // the down projection keeps its input (the activated product) when it is trained
             let down_input = lora_input(c, down, t, i).unwrap_or(t * i * c.linear_input);

@@ -117,6 +117,8 @@ fn plans() -> Vec<(Format, Config)> {
         ),
     ));
     out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 4, "pipeline_schedule": "1f1b"}), json!({"training": {"gradient_accumulation_steps": 8}}))));
+    // an uneven split with virtual stages: written as module_fqns_per_model_part
+    out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 8, "virtual_pipeline_parallel_size": 2, "first_pipeline_stage_layers": 16, "last_pipeline_stage_layers": 14}), json!({"model": {"preset": "llama-3.1-405b"}, "training": {"gradient_accumulation_steps": 32}, "hardware": {"num_gpus": 512}}))));
     out.push((Format::Torchtitan, tt2(json!({"context_parallel_size": 2}), json!({"model": {"preset": "llama-3.1-8b"}, "training": {"micro_batch_size": 2, "gradient_accumulation_steps": 2, "activation_checkpointing": "selective_op", "seq_len": 32768}, "hardware": {"num_gpus": 8}}))));
     // Megatron-LM
     let mg = |par: Value, extra: Value| {
@@ -475,6 +477,121 @@ fn torchtitan_files_as_published() {
             ("training.activation_checkpointing", json!("full")),
         ],
     );
+}
+
+/// A torchtitan job config for `model` (name, flavor) with a `[parallelism]` block.
+fn titan(name: &str, flavor: &str, parallelism: &str) -> String {
+    format!(
+        "[model]\nname = \"{name}\"\nflavor = \"{flavor}\"\n[training]\nlocal_batch_size = 8\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = 8\ntensor_parallel_degree = 8\npipeline_parallel_microbatch_size = 1\n{parallelism}"
+    )
+}
+
+#[test]
+fn torchtitan_pipeline_split_as_torchtitan_runs_it() {
+    let base = cfg(json!({"hardware": {"gpu": "h100-80gb"}}));
+    let par = |im: &calc_core::formats::Imported| {
+        let p = &im.config.parallelism;
+        (
+            p.first_pipeline_stage_layers,
+            p.last_pipeline_stage_layers,
+            p.virtual_pipeline_parallel_size,
+        )
+    };
+    let ok = |text: &str| import(text, &base, None).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let err = |text: &str| {
+        let e = import(text, &base, None).expect_err(text);
+        (e[0].field.clone(), e[0].message.clone())
+    };
+    // no modules named: generate_llm_fqn_per_model_part counts the embedding and the
+    // output as one layer each, 126 + 2 = 128 over 8 stages = 16, less one at each end
+    let im = ok(&titan(
+        "llama3",
+        "405B",
+        "pipeline_parallel_degree = 8\npipeline_parallel_schedule = \"1F1B\"\n",
+    ));
+    assert_eq!(par(&im), (Some(15), Some(15), None));
+    // 32 + 2 = 34 over 2 stages: 17 - 1 = 16 each, an even split
+    let im = ok(&titan("llama3", "8B", "pipeline_parallel_degree = 2\n"));
+    assert_eq!(par(&im), (None, None, None));
+    // 34 over 4: 9, 9, 8, 8 less the ends = 8 / 9 / 8 / 7, which the schema cannot hold;
+    // first_stage_less_layers 1 and last 0 (33 over 4: 9, 8, 8, 8, less 1 first) can
+    let (field, message) = err(&titan("llama3", "8B", "pipeline_parallel_degree = 4\n"));
+    assert_eq!(field, "parallelism.pipeline_parallel_degree");
+    assert!(
+        message.contains("model parts of 8 / 9 / 8 / 7 layers"),
+        "{message}"
+    );
+    assert!(
+        message.contains("pipeline_parallel_first_stage_less_layers = 1 and pipeline_parallel_last_stage_less_layers = 0 give 8 / 8 / 8 / 8"),
+        "{message}"
+    );
+    let im = ok(&titan(
+        "llama3",
+        "8B",
+        "pipeline_parallel_degree = 4\npipeline_parallel_first_stage_less_layers = 1\npipeline_parallel_last_stage_less_layers = 0\n",
+    ));
+    assert_eq!(par(&im), (None, None, None));
+    // Interleaved1F1B: two stages per rank, 128 over 16 = 8 less the ends: 7 / 8 x 14 / 7,
+    // so rank 0 holds parts 0 and 8 of 7 and 8 layers (TT-5b's split)
+    let (_, message) = err(&titan(
+        "llama3",
+        "405B",
+        "pipeline_parallel_degree = 8\npipeline_parallel_schedule = \"Interleaved1F1B\"\n",
+    ));
+    assert!(
+        message.contains("rank 0 would hold model parts of 7 and 8 layers"),
+        "{message}"
+    );
+    // pipeline_parallel_layers_per_stage 4: ceil(34 / 4) = 9 stages, not a multiple of 4
+    // ranks; 17: 2 stages on 2 ranks, one each (1F1B)
+    let (_, message) = err(&titan(
+        "llama3",
+        "8B",
+        "pipeline_parallel_degree = 4\npipeline_parallel_layers_per_stage = 4\n",
+    ));
+    assert!(message.contains("9 model parts do not divide"), "{message}");
+    // the modules named: 16 / 16 x 6 / 14 layers as 8-layer parts, 7 on the last rank
+    let mut next = 0;
+    let parts: Vec<Vec<String>> = (0..16u64)
+        .map(|k| {
+            // part k runs on rank k mod 8: 16 layers in two parts of 8, 14 in two of 7
+            let len = if k % 8 == 7 { 7 } else { 8 };
+            let mut names: Vec<String> =
+                (next..next + len).map(|i| format!("layers.{i}")).collect();
+            next += len;
+            if k == 0 {
+                names.insert(0, "tok_embeddings".into());
+            }
+            if k == 15 {
+                names.extend(["norm".into(), "output".into()]);
+            }
+            names
+        })
+        .collect();
+    assert_eq!(next, 126);
+    let fqns = format!(
+        "pipeline_parallel_degree = 8\npipeline_parallel_schedule = \"Interleaved1F1B\"\nmodule_fqns_per_model_part = {}\n",
+        serde_json::to_string(&parts).unwrap()
+    );
+    let im = ok(&titan("llama3", "405B", &fqns));
+    assert_eq!(par(&im), (Some(16), Some(14), Some(2)));
+    // the same split exported writes the same parts
+    let text = export(&im.config, Format::Torchtitan).unwrap();
+    for (k, part) in parts.iter().enumerate() {
+        assert!(
+            text.contains(
+                &serde_json::to_string(part)
+                    .unwrap()
+                    .replace("\",\"", "\", \"")
+            ),
+            "part {k}\n{text}"
+        );
+    }
+    // a layer out of order, or the head before the last part, is refused
+    let swapped = fqns.replacen("\"layers.8\"", "\"layers.9\"", 1);
+    let (field, message) = err(&titan("llama3", "405B", &swapped));
+    assert_eq!(field, "parallelism.module_fqns_per_model_part");
+    assert!(message.contains("expected layers.8"), "{message}");
 }
 
 #[test]

@@ -60,7 +60,13 @@ pub(super) struct Import {
     read: Vec<Mapping>,
     ignored: Vec<Ignored>,
     errors: Vec<FieldError>,
+    /// A reading that needs the model's decoder-layer count (torchtitan's pipeline split),
+    /// run once the model is final (the file's, or the caller's `--model`).
+    with_layers: Option<LayersStep>,
 }
+
+/// See [`Import::with_layers`].
+type LayersStep = Box<dyn FnOnce(&mut Import, u64)>;
 
 /// Sets `path` (dot-separated) in `doc`, creating objects on the way.
 pub(super) fn set_path(doc: &mut Value, path: &str, v: Value) {
@@ -112,7 +118,14 @@ impl Import {
             read: Vec::new(),
             ignored: Vec::new(),
             errors: Vec::new(),
+            with_layers: None,
         }
+    }
+    /// Reads part of the file once the model's `num_hidden_layers` is known (after the
+    /// caller's model replaces the file's). Not run when the model does not resolve: its
+    /// own errors are reported then.
+    pub fn with_layers(&mut self, step: impl FnOnce(&mut Import, u64) + 'static) {
+        self.with_layers = Some(Box::new(step));
     }
     /// Removes and returns the file's `key`.
     pub fn take(&mut self, key: &str) -> Option<Value> {
@@ -336,6 +349,15 @@ impl Import {
                 self.ignore(&r.from, "the model was given separately (--model)");
             }
             set_path(&mut self.doc, "model", Value::Object(m.0.clone()));
+        }
+        if let Some(step) = self.with_layers.take() {
+            let layers = get_path(&self.doc, "model")
+                .and_then(Value::as_object)
+                .and_then(|m| crate::resolve::resolve_model(m, &mut Vec::new()).ok())
+                .map(|a| a.num_hidden_layers);
+            if let Some(layers) = layers {
+                step(&mut self, layers);
+            }
         }
         let keys = std::mem::take(&mut self.input.keys);
         for (k, _) in keys {
@@ -743,9 +765,7 @@ pub fn export(config: &Config, format: Format) -> Result<String, Vec<FieldError>
         Format::Accelerate => accelerate::write(config, &r).map(|v| yaml(&v)),
         Format::Torchtune => torchtune::write(config, &r).map(|v| yaml(&v)),
         Format::Axolotl => axolotl::write(config, &r).map(|v| yaml(&v)),
-        Format::Torchtitan => {
-            torchtitan::write(config, &r).map(|v| toml::to_string_pretty(&v).unwrap_or_default())
-        }
+        Format::Torchtitan => torchtitan::write(config, &r).map(|v| torchtitan::to_toml(&v)),
         Format::Megatron => megatron::write(config, &r),
         Format::Vllm => serve::write_vllm(config, &r),
         Format::Sglang => serve::write_sglang(config, &r),

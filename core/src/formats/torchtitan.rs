@@ -1,6 +1,7 @@
 //! torchtitan TOML job config (torchtitan/config/job_config.py): `[model]` name and flavor,
 //! `[training]` local / global batch, `seq_len`, mixed-precision dtypes, `[parallelism]`
-//! degrees, pipeline schedule and micro-batch, `fsdp_reshard_after_forward`, loss parallel,
+//! degrees, pipeline schedule, micro-batch and split over the stages
+//! (`module_fqns_per_model_part`), `fsdp_reshard_after_forward`, loss parallel,
 //! `[activation_checkpoint]`, `[compile]`, Float8 converters and `[optimizer]`. torchtitan
 //! always shards with FSDP2 (`fully_shard`); its TP is sequence-parallel.
 
@@ -187,7 +188,9 @@ pub(super) fn read(im: &mut Import) {
             json!(ga),
         );
     }
-    if let Some(v) = im.take("parallelism.pipeline_parallel_schedule") {
+    let schedule = im.take("parallelism.pipeline_parallel_schedule");
+    pipeline_split(im, pp, schedule.as_ref().map(text).as_deref());
+    if let Some(v) = schedule {
         let s = match text(&v).as_str() {
             "1F1B" => Some("1f1b"),
             "GPipe" => Some("gpipe"),
@@ -480,16 +483,18 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
             "pipeline_parallel_microbatch_size".into(),
             json!(t.micro_batch_size),
         );
-        if let Some(s) = p.pipeline_schedule {
-            par.insert(
-                "pipeline_parallel_schedule".into(),
-                json!(match s {
-                    PipelineSchedule::OneFOneB => "1F1B",
-                    PipelineSchedule::Gpipe => "GPipe",
-                    PipelineSchedule::Interleaved1F1B => "Interleaved1F1B",
-                }),
-            );
-        }
+        // the estimate's split, written out: torchtitan's own (generate_llm_fqn_per_model_part)
+        // lightens the first and last stage and gives the remainder to the first stages
+        par.insert("module_fqns_per_model_part".into(), json!(layout_fqns(r)));
+        // the layout's schedule (virtual stages imply Interleaved1F1B)
+        par.insert(
+            "pipeline_parallel_schedule".into(),
+            json!(match l.pipeline_schedule {
+                PipelineSchedule::OneFOneB => "1F1B",
+                PipelineSchedule::Gpipe => "GPipe",
+                PipelineSchedule::Interleaved1F1B => "Interleaved1F1B",
+            }),
+        );
     }
     par.insert(
         "fsdp_reshard_after_forward".into(),
@@ -552,4 +557,365 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
     m.insert("activation_checkpoint".into(), ac);
     m.insert("compile".into(), json!({"enable": t.compile}));
     Ok(Value::Object(m))
+}
+
+/// The pipeline's split over its stages, read once the model's layers are known: the
+/// file's `module_fqns_per_model_part`, else torchtitan's own split of the layers over
+/// `pp x` the stages per rank (`pipeline_parallel_layers_per_stage`, else one for 1F1B and
+/// GPipe and two for Interleaved1F1B: `pipeline_llm`), with the first and last stage
+/// lightened by `pipeline_parallel_first_stage_less_layers` / `last_stage_less_layers`
+/// (default 1 each). A split the schema cannot express is an error naming it.
+fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
+    const FQNS: &str = "parallelism.module_fqns_per_model_part";
+    const PER_STAGE: &str = "parallelism.pipeline_parallel_layers_per_stage";
+    const FIRST_LESS: &str = "parallelism.pipeline_parallel_first_stage_less_layers";
+    const LAST_LESS: &str = "parallelism.pipeline_parallel_last_stage_less_layers";
+    let fqns = im.take(FQNS);
+    let per_stage = im.take(PER_STAGE);
+    let less = [FIRST_LESS, LAST_LESS].map(|k| im.take(k).map(|v| (k, v)));
+    // the keys the split is read from, beside the degree (named in the record)
+    let less_keys: Vec<&str> = less.iter().flatten().map(|(k, _)| &k[12..]).collect();
+    if pp <= 1 {
+        let given = [(FQNS, &fqns), (PER_STAGE, &per_stage)]
+            .into_iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k)
+            .chain(less.iter().flatten().map(|(k, _)| *k));
+        for k in given.collect::<Vec<_>>() {
+            im.ignore(k, "no pipeline (pipeline_parallel_degree 1)");
+        }
+        return;
+    }
+    // torchtitan's single-stage schedules hold one model part per rank
+    let multi = schedule == Some("Interleaved1F1B");
+    let schedule = schedule.unwrap_or("1F1B").to_string();
+    let mut weights = [1u64; 2];
+    for (i, entry) in less.iter().enumerate() {
+        if let Some((k, v)) = entry {
+            match as_count(v) {
+                Some(w) => weights[i] = w,
+                None => im.fail(k, v, "must be a whole number"),
+            }
+        }
+    }
+    let per_stage = match per_stage {
+        Some(v) => match as_count(&v) {
+            Some(n) if n >= 1 => Some((v, n)),
+            _ => {
+                im.fail(PER_STAGE, &v, "must be a whole number of at least 1");
+                None
+            }
+        },
+        None => None,
+    };
+    im.with_layers(move |im, layers| {
+        let (key, value, counts) = match &fqns {
+            Some(f) => (FQNS, f.clone(), fqn_split(f, layers)),
+            None => {
+                let stages = match &per_stage {
+                    // pipeline_llm: ceil((layers + weights) / layers_per_stage) stages
+                    Some((_, n)) => (layers + weights[0] + weights[1]).div_ceil(*n),
+                    None => pp * if multi { 2 } else { 1 },
+                };
+                let (key, value) = match &per_stage {
+                    Some((v, _)) => (PER_STAGE, v.clone()),
+                    None => ("parallelism.pipeline_parallel_degree", json!(pp)),
+                };
+                (key, value, default_split(stages, layers, weights[0], weights[1]))
+            }
+        };
+        let counts = match counts {
+            Ok(c) => c,
+            Err(e) => return im.fail(key, &value, e),
+        };
+        let per_rank = counts.len() as u64 / pp;
+        if (counts.len() as u64).is_multiple_of(pp) && multi != (per_rank > 1) {
+            return im.fail(
+                key,
+                &value,
+                format!(
+                    "{} model parts on {pp} ranks: {} holds {}",
+                    counts.len(),
+                    schedule,
+                    if multi {
+                        "at least two per rank"
+                    } else {
+                        "one per rank"
+                    }
+                ),
+            );
+        }
+        let shown = |c: &[u64]| c.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
+        match split_as_layout(&counts, pp) {
+            Ok((first, last, v)) => {
+                let keys = if fqns.is_none() && !less_keys.is_empty() {
+                    format!("{key}, {}", less_keys.join(", "))
+                } else {
+                    key.to_string()
+                };
+                let from = format!("{keys} (layers per model part: {})", shown(&counts));
+                im.put(&from, &value, "parallelism.first_pipeline_stage_layers", json!(first));
+                im.put(&from, &value, "parallelism.last_pipeline_stage_layers", json!(last));
+                if v > 1 {
+                    im.put(&from, &value, "parallelism.virtual_pipeline_parallel_size", json!(v));
+                }
+            }
+            Err(e) => {
+                // torchtitan's own split with other end weights, where one fits the schema
+                let stages = counts.len() as u64;
+                let hint = if fqns.is_some() {
+                    None
+                } else {
+                    (0..=4u64)
+                        .flat_map(|a| (0..=4u64).map(move |b| (a, b)))
+                        .filter_map(|(a, b)| {
+                            let c = default_split(stages, layers, a, b).ok()?;
+                            split_as_layout(&c, pp).ok().map(|_| (a, b, c))
+                        })
+                        // the nearest to torchtitan's default weights, then the most even
+                        .min_by_key(|(a, b, c)| {
+                            (a.abs_diff(1) + b.abs_diff(1), c.iter().max().copied())
+                        })
+                };
+                let hint = match hint {
+                    Some((a, b, c)) => format!(
+                        "pipeline_parallel_first_stage_less_layers = {a} and pipeline_parallel_last_stage_less_layers = {b} give {}, or give module_fqns_per_model_part",
+                        shown(&c)
+                    ),
+                    None => "give module_fqns_per_model_part with a split of that form".into(),
+                };
+                im.fail(
+                    key,
+                    &value,
+                    format!(
+                        "torchtitan splits the {layers} layers into {stages} model parts of {} layers: {e}; {hint}",
+                        shown(&counts)
+                    ),
+                );
+            }
+        }
+    });
+}
+
+/// Layers per virtual pipeline stage as torchtitan splits them when the job config names
+/// no modules: `generate_llm_fqn_per_model_part` (torchtitan/distributed/pipeline_parallel.py)
+/// counts the embedding as `input_weight` layers and the norm and output as `output_weight`,
+/// gives each of `stages` stages `(layers + weights) / stages` (the first `remainder` stages
+/// one more) and takes the weights off the first and last stage. Errors: torchtitan's own
+/// (more stages than layers, a weight above the layers per stage).
+pub(crate) fn default_split(
+    stages: u64,
+    layers: u64,
+    input_weight: u64,
+    output_weight: u64,
+) -> Result<Vec<u64>, String> {
+    if stages <= 1 {
+        return Ok(vec![layers]);
+    }
+    let effective = layers + input_weight + output_weight;
+    if stages > effective {
+        return Err(format!(
+            "torchtitan: {stages} stages cannot be more than the {effective} effective layers ({layers} + first_stage_less_layers {input_weight} + last_stage_less_layers {output_weight})"
+        ));
+    }
+    let (per, extra) = (effective / stages, effective % stages);
+    if input_weight > per || output_weight > per {
+        return Err(format!(
+            "torchtitan: pipeline_parallel_first_stage_less_layers {input_weight} and last_stage_less_layers {output_weight} must not exceed the {per} layers per stage"
+        ));
+    }
+    let mut left = layers;
+    Ok((0..stages)
+        .map(|s| {
+            let mut n = per + u64::from(s < extra);
+            if s == 0 {
+                n -= input_weight;
+            } else if s == stages - 1 {
+                n -= output_weight;
+            }
+            let n = n.min(left);
+            left -= n;
+            n
+        })
+        .collect())
+}
+
+/// Layers per virtual stage of `parallelism.module_fqns_per_model_part` (one list of module
+/// names per model part, in stage order): each part's `layers.<i>`, which must run in order
+/// over every layer, with `tok_embeddings` in the first part and `norm` and `output` in the
+/// last (where the estimate places them).
+pub(crate) fn fqn_split(parts: &Value, layers: u64) -> Result<Vec<u64>, String> {
+    let parts = parts
+        .as_array()
+        .filter(|p| !p.is_empty())
+        .ok_or("must be a list of lists of module names")?;
+    let last = parts.len() - 1;
+    let mut next = 0u64;
+    let mut counts = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let names = part
+            .as_array()
+            .ok_or("must be a list of lists of module names")?;
+        let mut count = 0;
+        for name in names {
+            let name = name.as_str().ok_or("module names must be strings")?;
+            let at = |want: bool, module: &str| {
+                if want {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{module} is in model part {i}: the estimate places it in the {} part",
+                        if module == "tok_embeddings" {
+                            "first"
+                        } else {
+                            "last"
+                        }
+                    ))
+                }
+            };
+            match name {
+                "tok_embeddings" => at(i == 0, name)?,
+                "norm" | "output" => at(i == last, name)?,
+                _ => match name.strip_prefix("layers.").map(str::parse::<u64>) {
+                    Some(Ok(l)) if l == next => {
+                        next += 1;
+                        count += 1;
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{name:?} in model part {i}: expected layers.{next} (the parts must hold the decoder layers in order)"
+                        ));
+                    }
+                },
+            }
+        }
+        counts.push(count);
+    }
+    if next != layers {
+        return Err(format!(
+            "the parts hold {next} decoder layers, the model has {layers}"
+        ));
+    }
+    Ok(counts)
+}
+
+/// A split over virtual stages as the estimate's layout: the first and last stage's layers
+/// (`None` when every stage holds the same) and the virtual stages per rank. torchtitan runs
+/// virtual stage `k` on rank `k mod pp` (`pipeline_module_split`, loop style), as Megatron
+/// does; the schema needs every rank's chunks equal and the middle ranks' layers equal.
+pub(crate) fn split_as_layout(
+    counts: &[u64],
+    pp: u64,
+) -> Result<(Option<u64>, Option<u64>, u64), String> {
+    let parts = counts.len() as u64;
+    if pp == 0 || !parts.is_multiple_of(pp) {
+        return Err(format!(
+            "{parts} model parts do not divide over pipeline_parallel_degree {pp}"
+        ));
+    }
+    let v = parts / pp;
+    let pp_us = pp as usize;
+    let mut stage = Vec::with_capacity(pp_us);
+    for s in 0..pp_us {
+        let chunk = counts[s];
+        if (1..v as usize).any(|j| counts[s + j * pp_us] != chunk) {
+            let held: Vec<String> = (0..v as usize)
+                .map(|j| counts[s + j * pp_us].to_string())
+                .collect();
+            return Err(format!(
+                "rank {s} would hold model parts of {} layers, where the estimate's virtual stages split each pipeline stage equally",
+                held.join(" and ")
+            ));
+        }
+        stage.push(chunk * v);
+    }
+    let (first, last) = (stage[0], stage[pp_us - 1]);
+    let middle = &stage[1..pp_us - 1];
+    if middle.windows(2).any(|w| w[0] != w[1]) || middle.contains(&0) || first == 0 || last == 0 {
+        return Err(
+            "the estimate's split is a first stage, a last stage and equal middle stages of at least one layer each".into(),
+        );
+    }
+    let even = middle.first().is_none_or(|m| *m == first && *m == last) && first == last;
+    Ok(if even {
+        (None, None, v)
+    } else {
+        (Some(first), Some(last), v)
+    })
+}
+
+/// The job config as TOML: `toml`'s pretty form, with `module_fqns_per_model_part` written
+/// one model part per line (the pretty form puts every module name on a line of its own).
+pub(super) fn to_toml(job: &Value) -> String {
+    let mut job = job.clone();
+    let parts = job
+        .get_mut("parallelism")
+        .and_then(Value::as_object_mut)
+        .and_then(|p| p.remove("module_fqns_per_model_part"));
+    let text = toml::to_string_pretty(&job).unwrap_or_default();
+    let Some(Value::Array(parts)) = parts else {
+        return text;
+    };
+    // module names are plain identifiers: a JSON string is the TOML basic string
+    let lines: Vec<String> = parts
+        .iter()
+        .map(|p| format!("    {},\n", p.to_string().replace("\",\"", "\", \"")))
+        .collect();
+    let key = format!("module_fqns_per_model_part = [\n{}]\n", lines.concat());
+    text.replacen("[parallelism]\n", &format!("[parallelism]\n{key}"), 1)
+}
+
+/// `module_fqns_per_model_part` of the layout: `pp x v` model parts in stage order, virtual
+/// stage `j x pp + s` holding chunk `j` of stage `s` (an equal share of its layers).
+pub(crate) fn layout_fqns(r: &Resolved) -> Vec<Vec<String>> {
+    let l = &r.layout;
+    let (pp, v) = (
+        l.pipeline_parallel_size,
+        l.virtual_pipeline_parallel_size.max(1),
+    );
+    let mut next = 0;
+    let mut parts = Vec::with_capacity((pp * v) as usize);
+    for k in 0..pp * v {
+        let (a, b) = l.stage_layers.range(k % pp, pp);
+        let chunk = (b - a) / v;
+        let mut names = Vec::new();
+        if k == 0 {
+            names.push("tok_embeddings".to_string());
+        }
+        names.extend((next..next + chunk).map(|i| format!("layers.{i}")));
+        next += chunk;
+        if k == pp * v - 1 {
+            names.extend(["norm".to_string(), "output".to_string()]);
+        }
+        parts.push(names);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torchtitan_default_split() {
+        // generate_llm_fqn_per_model_part's docstring: 2 stages, 3 layers, both weights 2:
+        // 7 effective layers, 4 and 3, less 2 at each end
+        assert_eq!(default_split(2, 3, 2, 2), Ok(vec![2, 1]));
+        // Llama 3.1 405B on 8 stages: 128 / 8 = 16, less one at each end
+        assert_eq!(
+            default_split(8, 126, 1, 1),
+            Ok(vec![15, 16, 16, 16, 16, 16, 16, 15])
+        );
+        // more stages than effective layers, a weight above the layers per stage
+        assert!(default_split(9, 5, 1, 1).is_err());
+        assert!(default_split(4, 8, 4, 1).is_err());
+        // every rank's parts equal, middle stages equal: first and last stage layers
+        assert_eq!(
+            split_as_layout(&[8, 8, 8, 7, 8, 8, 8, 7], 4),
+            Ok((Some(16), Some(14), 2))
+        );
+        assert_eq!(split_as_layout(&[8, 8, 8, 8], 2), Ok((None, None, 2)));
+        assert!(split_as_layout(&[7, 8, 8, 8, 8, 8, 8, 7], 4).is_err());
+        assert!(split_as_layout(&[8, 9, 8, 7], 4).is_err());
+    }
 }

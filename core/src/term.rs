@@ -37,7 +37,7 @@ pub type Label = &'static str;
 /// products, and a quotient whose reduced denominator does not fit 64 bits becomes the
 /// float nearest to it, as an overflowing exact operation always did.
 #[derive(Clone, Copy)]
-#[repr(C, packed(8))] // 8-byte aligned: 24 bytes, an expression 48
+#[repr(C, packed(8))] // 8-byte aligned: 24 bytes, an expression 40 with its formula
 pub struct Value {
     n: i128,
     d: i64,
@@ -301,16 +301,14 @@ impl Value {
     }
 }
 
-/// An expression's formula: nothing (numeric mode), a number, or a composite (boxed, so
-/// that an expression stays small: the estimate moves them by the hundred).
+/// An expression's formula: a number, or a composite (boxed, so that an expression stays
+/// small: the estimate moves them by the hundred). 16 bytes: the composite's box sits beside
+/// the label's pointer, whose null value tells them apart.
 #[derive(Debug, Clone)]
 enum Repr {
-    /// A composite built in numeric mode ([`numeric`]): its value only, no formula.
-    Elided,
-    Num {
-        float: bool,
-        label: Label,
-    },
+    /// A labelled number; a float (a user's fraction, [`f`]) is written with a decimal
+    /// point. A composite built in numeric mode ([`numeric`]) is its value alone, unlabelled.
+    Num(Label),
     Node(Box<Node>),
 }
 
@@ -341,7 +339,7 @@ pub(crate) fn is_numeric() -> bool {
 
 /// Runs `f` in numeric mode: every expression built inside computes its value exactly as
 /// outside (the same [`Value`] arithmetic in the same order) but keeps no formula, so
-/// nothing is allocated for it; [`Expr::render`] of such an expression is empty. This is
+/// nothing is allocated for it; [`Expr::render`] of such an expression is its value alone. This is
 /// the plan search's fast path ([`crate::estimate_peak`]); the full report is built only for
 /// the plan a user opens.
 ///
@@ -381,14 +379,18 @@ pub struct Expr {
     node: Repr,
 }
 
+// a 24-byte value and a 16-byte formula (64-bit targets): what every `+` and `×` moves
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Expr>() == 40);
+
 /// A whole number with a label: `n(4, "B")` renders `4 B`.
 pub fn n(v: u64, label: Label) -> Expr {
-    Expr::num(Value::int(i128::from(v)), false, label)
+    Expr::num(Value::int(i128::from(v)), label)
 }
 
 /// A fraction or factor given as a float (`0.9`), rendered with a decimal point.
 pub fn f(v: f64, label: Label) -> Expr {
-    Expr::num(Value::float(v), true, label)
+    Expr::num(Value::float(v), label)
 }
 
 /// A byte count: `bytes(2)` renders `2 B`.
@@ -404,7 +406,7 @@ impl Expr {
     fn elided(value: Value) -> Expr {
         Expr {
             value,
-            node: Repr::Elided,
+            node: Repr::Num(""),
         }
     }
     fn with(value: Value, node: Node) -> Expr {
@@ -414,10 +416,10 @@ impl Expr {
         }
     }
     /// A labelled number.
-    fn num(value: Value, float: bool, label: Label) -> Expr {
+    fn num(value: Value, label: Label) -> Expr {
         Expr {
             value,
-            node: Repr::Num { float, label },
+            node: Repr::Num(label),
         }
     }
     /// The value.
@@ -605,7 +607,7 @@ impl Expr {
         matches!(self.tree(), Some(Node::Sum(_) | Node::Sub(..)))
     }
     fn is_atom(&self) -> bool {
-        matches!(self.node, Repr::Num { .. })
+        matches!(self.node, Repr::Num(_))
             || matches!(
                 self.tree(),
                 Some(
@@ -625,11 +627,10 @@ impl Expr {
     fn write(&self, out: &mut String) {
         use std::fmt::Write;
         let node = match &self.node {
-            Repr::Elided => return,
             Repr::Node(node) => node,
-            Repr::Num { float, label } => {
+            Repr::Num(label) => {
                 match self.value.kind() {
-                    Kind::Float(v) if *float && v.fract() == 0.0 && v.abs() < 1e15 => {
+                    Kind::Float(v) if v.fract() == 0.0 && v.abs() < 1e15 => {
                         let _ = write!(out, "{v:.1}");
                     }
                     Kind::Float(v) => {

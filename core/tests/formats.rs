@@ -587,6 +587,14 @@ fn torchtitan_pipeline_split_as_torchtitan_runs_it() {
             "part {k}\n{text}"
         );
     }
+    // sizes no file means are errors, not overflows
+    for par in [
+        "pipeline_parallel_degree = 8\npipeline_parallel_first_stage_less_layers = 18446744073709551615\n",
+        "pipeline_parallel_degree = 8\npipeline_parallel_layers_per_stage = 1\npipeline_parallel_last_stage_less_layers = 18446744073709551615\n",
+        "pipeline_parallel_degree = 9223372036854775807\npipeline_parallel_schedule = \"Interleaved1F1B\"\n",
+    ] {
+        err(&titan("llama3", "8B", par));
+    }
     // a layer out of order, or the head before the last part, is refused
     let swapped = fqns.replacen("\"layers.8\"", "\"layers.9\"", 1);
     let (field, message) = err(&titan("llama3", "405B", &swapped));

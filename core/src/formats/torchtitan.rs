@@ -614,8 +614,11 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
             None => {
                 let stages = match &per_stage {
                     // pipeline_llm: ceil((layers + weights) / layers_per_stage) stages
-                    Some((_, n)) => (layers + weights[0] + weights[1]).div_ceil(*n),
-                    None => pp * if multi { 2 } else { 1 },
+                    Some((_, n)) => layers
+                        .saturating_add(weights[0])
+                        .saturating_add(weights[1])
+                        .div_ceil(*n),
+                    None => pp.saturating_mul(if multi { 2 } else { 1 }),
                 };
                 let (key, value) = match &per_stage {
                     Some((v, _)) => (PER_STAGE, v.clone()),
@@ -712,7 +715,9 @@ pub(crate) fn default_split(
     if stages <= 1 {
         return Ok(vec![layers]);
     }
-    let effective = layers + input_weight + output_weight;
+    let effective = layers
+        .saturating_add(input_weight)
+        .saturating_add(output_weight);
     if stages > effective {
         return Err(format!(
             "torchtitan: {stages} stages cannot be more than the {effective} effective layers ({layers} + first_stage_less_layers {input_weight} + last_stage_less_layers {output_weight})"
@@ -808,7 +813,10 @@ pub(crate) fn split_as_layout(
     pp: u64,
 ) -> Result<(Option<u64>, Option<u64>, u64), String> {
     let parts = counts.len() as u64;
-    if pp == 0 || !parts.is_multiple_of(pp) {
+    if pp <= 1 {
+        return Ok((None, None, parts.max(1)));
+    }
+    if !parts.is_multiple_of(pp) {
         return Err(format!(
             "{parts} model parts do not divide over pipeline_parallel_degree {pp}"
         ));

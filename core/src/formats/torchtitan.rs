@@ -574,14 +574,19 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
     let per_stage = im.take(PER_STAGE);
     let less = [FIRST_LESS, LAST_LESS].map(|k| im.take(k).map(|v| (k, v)));
     // the keys the split is read from, beside the degree (named in the record)
-    let less_keys: Vec<&str> = less.iter().flatten().map(|(k, _)| &k[12..]).collect();
+    let less_keys: Vec<&str> = less
+        .iter()
+        .flatten()
+        .map(|(k, _)| k.trim_start_matches("parallelism."))
+        .collect();
     if pp <= 1 {
-        let given = [(FQNS, &fqns), (PER_STAGE, &per_stage)]
-            .into_iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(k, _)| k)
-            .chain(less.iter().flatten().map(|(k, _)| *k));
-        for k in given.collect::<Vec<_>>() {
+        let given = [
+            (FQNS, fqns.is_some()),
+            (PER_STAGE, per_stage.is_some()),
+            (FIRST_LESS, less[0].is_some()),
+            (LAST_LESS, less[1].is_some()),
+        ];
+        for (k, _) in given.into_iter().filter(|(_, g)| *g) {
             im.ignore(k, "no pipeline (pipeline_parallel_degree 1)");
         }
         return;
@@ -881,23 +886,25 @@ pub(crate) fn layout_fqns(r: &Resolved) -> Vec<Vec<String>> {
         l.pipeline_parallel_size,
         l.virtual_pipeline_parallel_size.max(1),
     );
-    let mut next = 0;
-    let mut parts = Vec::with_capacity((pp * v) as usize);
-    for k in 0..pp * v {
-        let (a, b) = l.stage_layers.range(k % pp, pp);
-        let chunk = (b - a) / v;
-        let mut names = Vec::new();
-        if k == 0 {
-            names.push("tok_embeddings".to_string());
-        }
-        names.extend((next..next + chunk).map(|i| format!("layers.{i}")));
-        next += chunk;
-        if k == pp * v - 1 {
-            names.extend(["norm".to_string(), "output".to_string()]);
-        }
-        parts.push(names);
-    }
-    parts
+    (0..pp * v)
+        .map(|k| {
+            // the layers the estimate places in chunk k / pp of stage k mod pp
+            let (a, b) = l
+                .stage_layers
+                .chunks(k % pp, pp, v)
+                .nth((k / pp) as usize)
+                .unwrap_or((0, 0));
+            let mut names = Vec::new();
+            if k == 0 {
+                names.push("tok_embeddings".to_string());
+            }
+            names.extend((a..b).map(|i| format!("layers.{i}")));
+            if k == pp * v - 1 {
+                names.extend(["norm".to_string(), "output".to_string()]);
+            }
+            names
+        })
+        .collect()
 }
 
 #[cfg(test)]

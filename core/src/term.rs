@@ -4,11 +4,11 @@
 //! `theoretical_memory_usage.py` keeps the comment and the arithmetic on one line; here they
 //! are one value). A [`Term`] adds the source (paper, framework file) of the formula.
 //!
-//! Arithmetic is exact: rationals with 128-bit numerators and 64-bit denominators, with `ceil(..)` and `floor(..)`
-//! where the code rounds. A float appears only where the model multiplies by a user's
-//! fraction (`gpu_memory_utilization`, `allocator_reserve_fraction`); it is written with a
-//! decimal point and, from there on, the expression is evaluated in `f64` left to right, as
-//! the Rust code it replaces was.
+//! Arithmetic is exact: rationals with 128-bit numerators and 64-bit denominators, with
+//! `ceil(..)` and `floor(..)` where the code rounds. A float appears only where the model
+//! multiplies by a user's fraction (`gpu_memory_utilization`, `allocator_reserve_fraction`);
+//! it is written with a decimal point and, from there on, the expression is evaluated in
+//! `f64` left to right, as the Rust code it replaces was.
 //!
 //! The rendered grammar (checked by `core/tests/terms.rs`, which evaluates every formula of
 //! every estimate with its own parser):
@@ -106,7 +106,7 @@ impl Value {
     /// The float `f`.
     fn float(f: f64) -> Value {
         Value {
-            n: f.to_bits() as i128,
+            n: i128::from(f.to_bits()),
             d: 0,
         }
     }
@@ -339,8 +339,8 @@ pub(crate) fn is_numeric() -> bool {
 
 /// Runs `f` in numeric mode: every expression built inside computes its value exactly as
 /// outside (the same [`Value`] arithmetic in the same order) but keeps no formula, so
-/// nothing is allocated for it; [`Expr::render`] of such an expression is its value alone. This is
-/// the plan search's fast path ([`crate::estimate_peak`]); the full report is built only for
+/// nothing is allocated for it; [`Expr::render`] of such an expression is its value alone.
+/// This is the plan search's fast path ([`crate::estimate_peak`]); the full report is built only for
 /// the plan a user opens.
 ///
 /// Values are the same because exact rationals are associative (a product or sum of
@@ -403,11 +403,9 @@ impl Expr {
     pub fn zero() -> Expr {
         n(0, "")
     }
+    /// A composite's value in numeric mode: an unlabelled number.
     fn elided(value: Value) -> Expr {
-        Expr {
-            value,
-            node: Repr::Num(""),
-        }
+        Expr::num(value, "")
     }
     fn with(value: Value, node: Node) -> Expr {
         Expr {

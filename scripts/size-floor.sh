@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The smallest first load the design allows (issue 16 item 7): three throw-away wasm apps
-# built like dist/ (the workspace's release profile: opt-level "z", LTO, one codegen unit,
-# panic abort; then wasm-bindgen and wasm-opt -Oz), gzip -9 of the optimized wasm:
+# built like dist/ (the workspace's release profile, then wasm-bindgen and wasm-opt -Oz),
+# gzip -9 of the optimized wasm:
 #   core-only  calc_core::estimate of a JSON config, the report back as JSON (no UI);
 #   leptos     a Leptos CSR page with one number field bound to a signal (no core);
 #   both       that page estimating Llama-3.1-8B at the typed micro-batch, report as text.
 # `both` is the floor of any page that renders an estimate on first load with this
 # toolset: every other field, the charts, panels and messages come on top of it.
 # Needs wasm-bindgen (= Cargo.lock) and tests/e2e's wasm-opt (npm binaryen), as Trunk does.
-# Usage: scripts/size-floor.sh   (about 4 minutes on 2 cores; not part of CI)
+# Usage: scripts/size-floor.sh   (about 2.5 minutes on 2 cores; not part of CI)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 wasm_opt="$repo/tests/e2e/node_modules/.bin/wasm-opt"
@@ -16,16 +16,11 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
 cp "$repo/Cargo.lock" .
-cat > Cargo.toml <<'EOF'
-[workspace]
-resolver = "3"
-members = ["core-only", "leptos", "both"]
-[profile.release]
-opt-level = "z"
-lto = true
-codegen-units = 1
-panic = "abort"
-EOF
+# the workspace's own release profile, so the apps are built as dist/ is
+{
+  printf '[workspace]\nresolver = "3"\nmembers = ["core-only", "leptos", "both"]\n'
+  sed -n '/^\[profile.release\]/,/^$/p' "$repo/Cargo.toml"
+} > Cargo.toml
 bindgen_version=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' "$repo/Cargo.toml")
 crate() { # name, dependencies, lib.rs
   mkdir -p "$1/src"
@@ -46,7 +41,7 @@ estimate='fn estimate(json: &str) -> String {
         Err(e) => format!("{e:?}"),
     }
 }'
-# a page with one number field; OUT is what it shows of the number v
+# a page with one number field, showing show(v) of its number v
 page='#[wasm_bindgen(start)]
 pub fn main() {
     mount_to_body(|| {
@@ -54,31 +49,34 @@ pub fn main() {
         view! {
             <input type="number" prop:value=move || v.get().to_string()
                 on:input=move |ev| if let Ok(x) = event_target_value(&ev).parse() { set_v.set(x) } />
-            <pre>{move || OUT}</pre>
+            <pre>{move || show(v.get())}</pre>
         }
     })
 }'
-doubled='format!("{} x 2 = {}", v.get(), v.get() * 2)'
-estimated='estimate(&format!(r#"{{"model":{{"preset":"llama-3.1-8b"}},"training":{{"micro_batch_size":{}}},"hardware":{{"num_gpus":8,"gpu":"h100-80gb"}}}}"#, v.get()))'
 crate core-only "$core" "use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub $estimate"
 crate leptos "$leptos" "use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
-$(printf '%s' "$page" | OUT="$doubled" python3 -c 'import os, sys; print(sys.stdin.read().replace("OUT", os.environ["OUT"]))')"
+fn show(v: u64) -> String {
+    format!(\"{v} x 2 = {}\", v * 2)
+}
+$page"
 crate both "$core
 $leptos" "use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 $estimate
-$(printf '%s' "$page" | OUT="$estimated" python3 -c 'import os, sys; print(sys.stdin.read().replace("OUT", os.environ["OUT"]))')"
+fn show(v: u64) -> String {
+    estimate(&format!(r#\"{{\"model\":{{\"preset\":\"llama-3.1-8b\"}},\"training\":{{\"micro_batch_size\":{v}}},\"hardware\":{{\"num_gpus\":8,\"gpu\":\"h100-80gb\"}}}}\"#))
+}
+$page"
 CARGO_TARGET_DIR="$dir/target" cargo build -q --release --target wasm32-unknown-unknown
 echo "| app | wasm KiB | gzip -9 KiB |"
 echo "|---|---|---|"
 for c in core-only leptos both; do
   f="${c//-/_}"
   wasm-bindgen --target web --out-dir "out/$c" "target/wasm32-unknown-unknown/release/$f.wasm"
-  "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals "out/$c/${f}_bg.wasm" -o "out/$c/opt.wasm"
+  "$wasm_opt" -Oz "out/$c/${f}_bg.wasm" -o "out/$c/opt.wasm"
   raw=$(stat -c %s "out/$c/opt.wasm")
   gz=$(gzip -9c "out/$c/opt.wasm" | wc -c)
   awk -v c="$c" -v r="$raw" -v g="$gz" 'BEGIN { printf "| %s | %.1f | %.1f |\n", c, r / 1024, g / 1024 }'

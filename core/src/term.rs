@@ -340,8 +340,8 @@ pub(crate) fn is_numeric() -> bool {
 /// Runs `f` in numeric mode: every expression built inside computes its value exactly as
 /// outside (the same [`Value`] arithmetic in the same order) but keeps no formula, so
 /// nothing is allocated for it; [`Expr::render`] of such an expression is its value alone.
-/// This is the plan search's fast path ([`crate::estimate_peak`]); the full report is built only for
-/// the plan a user opens.
+/// This is the plan search's fast path ([`crate::estimate_peak`]); the full report is built
+/// only for the plan a user opens.
 ///
 /// Values are the same because exact rationals are associative (a product or sum of
 /// composites folds the same whether or not the children are flattened), and a float

@@ -111,6 +111,10 @@ test('loads, computes, validates live, exports, copies and restores after reload
   await page.locator('#status', { hasText: 'Copied' }).waitFor();
   const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
   assert.equal(copied.training.micro_batch_size, 2);
+  // the message hides itself: 5 s and 60 ms per character (39 here: 7.3 s)
+  const shownAt = Date.now();
+  await page.waitForFunction(() => document.querySelector('#status').textContent === '', null, { timeout: 20000 });
+  assert.ok(Date.now() - shownAt > 5000, 'the message stays long enough to read');
 
   await page.screenshot({ path: path.join(OUT, 'app.png'), fullPage: true });
 
@@ -826,6 +830,13 @@ test('plan search: ranked layouts, sortable, the form\'s layout placed, use this
   const summary = await first.locator('.plan-summary').textContent();
   await first.locator('button.use-plan').click();
   await page.locator('#status', { hasText: `Loaded plan 1: ${summary}` }).waitFor();
+  // the message is seen where the button was: a bar inside the window, not at the end of
+  // the results panel
+  const inView = async (height) => {
+    const box = await page.locator('#status').boundingBox();
+    return box.y >= 0 && box.y + box.height <= height;
+  };
+  assert.ok(await inView(1000), 'status message inside the window');
   assert.equal(await page.locator('#hardware-num_gpus').inputValue(), '64');
   await page.locator('#plan-current', { hasText: 'it would rank 1 of the 10 listed' }).waitFor({ timeout: 30000 });
   assert.doesNotMatch(await page.locator('#plan-current').textContent(), /does not fit/);
@@ -834,6 +845,14 @@ test('plan search: ranked layouts, sortable, the form\'s layout placed, use this
   await page.setViewportSize({ width: 390, height: 844 });
   assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'no sideways scroll on a phone');
   await page.locator('#plan').screenshot({ path: path.join(OUT, 'plan-phone.png') });
+  // on a phone too, far down the page: the second plan's message, dismissed by its button
+  await page.locator('#plan-table tbody tr[data-rank="2"] button.use-plan').click();
+  await page.locator('#status', { hasText: 'Loaded plan 2: ' }).waitFor();
+  assert.ok(await page.evaluate(() => scrollY) > 844, 'the plan table is below the first screen');
+  assert.ok(await inView(844), 'status message inside a phone\'s window');
+  await page.screenshot({ path: path.join(OUT, 'status-phone.png') });
+  await page.locator('.toast-close').click();
+  assert.equal(await page.locator('#status').textContent(), '');
   await page.setViewportSize({ width: 1280, height: 1000 });
   // what the search may choose: FSDP only, full recomputation only (core's choices listed)
   const engines = page.locator('#plan-engines input[type="checkbox"]');

@@ -403,14 +403,58 @@ pub fn App() -> impl IntoView {
                     <button id="copy-link" on:click=on_copy_link>"Copy link"</button>
                     <ExportTool doc=doc ctx=ctx status=status />
                     <button id="reset" class="secondary" on:click=on_reset>"Reset"</button>
-                    <span id="status" role="status">{move || status.get()}</span>
                 </div>
             </section>
         </main>
+        <StatusToast status=status />
         <footer class="bottom">
             <p>"All numbers are computed by calc-core (Rust, WebAssembly) on this page; your configuration is not sent anywhere. "
                 "Only \"Fetch\" under Hugging Face model contacts huggingface.co, to download the config.json you name."</p>
         </footer>
+    }
+}
+
+/// How long a status message stays before it hides itself: 5 s and 60 ms per character
+/// to read it (about 200 words a minute), at most 30 s.
+fn status_duration(message: &str) -> std::time::Duration {
+    let chars = message.chars().count() as u64;
+    std::time::Duration::from_millis((5_000 + 60 * chars).min(30_000))
+}
+
+/// The page's status message (what an action did: loaded, imported, exported, copied, or
+/// why it failed) in a bar fixed to the bottom of the window, so that it is seen wherever
+/// the action was, a phone's long page included; it hides itself after
+/// [`status_duration`] or when dismissed. The `role="status"` region stays in the page
+/// (transparent when empty) so that screen readers announce each message.
+#[component]
+fn StatusToast(status: RwSignal<String>) -> impl IntoView {
+    // each message restarts the timer; an older message's timer leaves a newer one alone
+    let shown = StoredValue::new(0u64);
+    Effect::new(move |_| {
+        let text = status.get();
+        if text.is_empty() {
+            return;
+        }
+        let generation = shown.get_value() + 1;
+        shown.set_value(generation);
+        set_timeout(
+            move || {
+                if shown.get_value() == generation {
+                    status.set(String::new());
+                }
+            },
+            status_duration(&text),
+        );
+    });
+    let empty = move || status.with(String::is_empty);
+    view! {
+        <div class="toast" class:shown=move || !empty()>
+            <span id="status" role="status">{move || status.get()}</span>
+            <Show when=move || !empty()>
+                <button class="toast-close" aria-label="Dismiss the message"
+                    on:click=move |_| status.set(String::new())>"×"</button>
+            </Show>
+        </div>
     }
 }
 

@@ -304,6 +304,8 @@ test('modes: training, LoRA fine-tuning, inference; solver answers and the sweep
   await page.click('#mode-finetuning');
   assert.equal(await page.locator('#mode-finetuning').getAttribute('aria-pressed'), 'true');
   await page.locator('#training-lora-rank').waitFor({ state: 'visible' });
+  // llama is in PEFT's target mapping: the field is left to PEFT's default (q_proj, v_proj)
+  assert.equal(await page.inputValue('#training-lora-target_modules'), '');
   await page.fill('#training-lora-target_modules', 'q_proj, k_proj, v_proj, o_proj');
   await page.fill('#training-lora-rank', '16');
   // Llama-3.1-8B, r 16 on q, k, v, o: 13 631 488 (see core/tests/inference.rs)
@@ -794,6 +796,23 @@ test('phone: the verdict stays in view, the charts are drawn for the width with 
   assert.deepEqual([...errors, ...e2], []);
   await desktop.close();
   await phone.close();
+});
+
+test('fine-tuning a model PEFT has no default targets for starts from all-linear, estimated at once', async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const { page, errors } = await openPage(context);
+  await page.selectOption('#model-preset', 'phi-3-mini-4k-instruct');
+  await page.locator('#model-info', { hasText: 'phi3' }).waitFor();
+  await page.click('#mode-finetuning');
+  assert.equal(await page.inputValue('#training-lora-target_modules'), 'all-linear');
+  // Phi-3-mini, r 8 on every linear layer of its 32 layers: qkv_proj 8 x (3072 + 9216),
+  // o_proj 8 x (3072 + 3072), gate_up_proj 8 x (3072 + 16384), down_proj 8 x (8192 + 3072)
+  // = 393 216 per layer, 12 582 912 in all
+  await page.locator('#trainable', { hasText: '12 582 912' }).waitFor();
+  assert.equal(await page.locator('#training-lora-target_modules-error').isVisible(), false);
+  assert.equal(await page.locator('section.results.stale').count(), 0, 'a fine-tuning estimate, not the last training one');
+  assert.deepEqual(errors, []);
+  await context.close();
 });
 
 test('plan search: ranked layouts, sortable, the form\'s layout placed, use this plan', async () => {

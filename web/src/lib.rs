@@ -1092,7 +1092,8 @@ fn download(name: &str, text: &str) -> Result<(), String> {
 }
 
 /// The Training / Fine-tuning / Inference switch: sets `mode` (and, where the document has
-/// none, a `training.lora` or `inference` section holding calc-core's defaults).
+/// none, a `training.lora` or `inference` section holding calc-core's defaults; for LoRA
+/// [`calc_core::lora::starting_lora`], whose targets PEFT accepts for the model).
 #[component]
 fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
     let set_mode = move |task: Task| {
@@ -1108,7 +1109,13 @@ fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
                 doc::set(d, "mode", Some(json!("training")));
                 let lora = (task == Task::FineTuning).then(|| {
                     doc::get(d, "training.lora").cloned().unwrap_or_else(|| {
-                        serde_json::to_value(calc_core::config::Lora::default())
+                        // calc-core's defaults, with targets PEFT accepts for this model
+                        let model = doc::get(d, "model")
+                            .and_then(Value::as_object)
+                            .cloned()
+                            .map(calc_core::config::ModelSpec)
+                            .unwrap_or_default();
+                        serde_json::to_value(calc_core::lora::starting_lora(&model))
                             .unwrap_or_else(|_| json!({}))
                     })
                 });

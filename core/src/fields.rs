@@ -829,6 +829,27 @@ pub fn default_at(path: &str, engine_kind: &str) -> Option<Value> {
         .cloned()
 }
 
+/// The `training.lora` section a switch to fine-tuning starts from (the web form's
+/// Fine-tuning tab): [`crate::config::Lora::default`], and `target_modules: "all-linear"`
+/// where PEFT has no default for the model ([`crate::lora::peft_default_targets`] is `None`,
+/// and PEFT would stop with "Please specify `target_modules`"), so that the first estimate is
+/// of a configuration PEFT accepts and the form shows the targets it assumes. `"all-linear"`
+/// is PEFT's shorthand for every linear layer but the LM head, the set QLoRA adapts (Dettmers
+/// et al. 2023, Sec. 4). A model that does not resolve gets the defaults alone (its own error
+/// says why).
+pub fn starting_lora(model: &crate::config::ModelSpec) -> crate::config::Lora {
+    let arch = crate::resolve::resolve_model(&model.0, &mut Vec::new());
+    crate::config::Lora {
+        target_modules: match arch {
+            Ok(a) if crate::lora::peft_default_targets(&a).is_none() => {
+                Some(crate::config::TargetModules::All("all-linear".into()))
+            }
+            _ => None,
+        },
+        ..crate::config::Lora::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -874,5 +895,26 @@ mod tests {
         );
         assert_eq!(default_at("engine.reduce_bucket_size", "ddp"), None);
         assert_eq!(default_at("inference.max_model_len", "ddp"), None);
+    }
+
+    #[test]
+    fn fine_tuning_starts_from_targets_peft_accepts() {
+        let spec = |v: serde_json::Value| crate::config::ModelSpec(v.as_object().unwrap().clone());
+        // PEFT's mapping has llama (q_proj, v_proj): the field is left to PEFT's default
+        let llama = starting_lora(&spec(serde_json::json!({"preset": "llama-3.1-8b"})));
+        assert_eq!(llama, crate::config::Lora::default());
+        // phi3 and deepseek_v3 are not in it: every linear layer, as PEFT's "all-linear"
+        for preset in ["phi-3-mini-4k-instruct", "deepseek-v3"] {
+            let lo = starting_lora(&spec(serde_json::json!({ "preset": preset })));
+            assert_eq!(
+                lo.target_modules,
+                Some(crate::config::TargetModules::All("all-linear".into())),
+                "{preset}"
+            );
+            assert_eq!(lo.rank, crate::config::Lora::default().rank);
+        }
+        // a model that does not resolve: the defaults, its own error elsewhere
+        let bad = starting_lora(&spec(serde_json::json!({"preset": "no-such-model"})));
+        assert_eq!(bad, crate::config::Lora::default());
     }
 }

@@ -106,26 +106,6 @@ pub fn peft_default_targets(a: &ModelArch) -> Option<&'static [&'static str]> {
     })
 }
 
-/// The `training.lora` section a switch to fine-tuning starts from (the web form's
-/// Fine-tuning tab): [`Lora::default`], and `target_modules: "all-linear"` where PEFT has no
-/// default for the model ([`peft_default_targets`] is `None`, and PEFT would stop with
-/// "Please specify `target_modules`"), so that the first estimate is of a configuration PEFT
-/// accepts and the form shows the targets it assumes. `"all-linear"` is PEFT's shorthand for
-/// every linear layer but the LM head, the set QLoRA adapts (Dettmers et al. 2023, Sec. 4).
-/// A model that does not resolve gets the defaults alone (its own error says why).
-pub fn starting_lora(model: &crate::config::ModelSpec) -> Lora {
-    let arch = crate::resolve::resolve_model(&model.0, &mut Vec::new());
-    Lora {
-        target_modules: match arch {
-            Ok(a) if peft_default_targets(&a).is_none() => {
-                Some(TargetModules::All("all-linear".into()))
-            }
-            _ => None,
-        },
-        ..Lora::default()
-    }
-}
-
 /// The targets `lora` puts adapters on: its `target_modules`, else PEFT's default for the
 /// model ([`peft_default_targets`]); `None` when neither exists (a validation error).
 pub fn effective_targets(a: &ModelArch, lora: &Lora) -> Option<TargetModules> {
@@ -286,26 +266,5 @@ mod tests {
         assert!(matches("experts.gate_proj", "gate_proj"));
         assert!(!matches("experts.gate_proj", "gate"));
         assert!(!matches("gate_up_proj", "up_proj"));
-    }
-
-    #[test]
-    fn fine_tuning_starts_from_targets_peft_accepts() {
-        let spec = |v: serde_json::Value| crate::config::ModelSpec(v.as_object().unwrap().clone());
-        // PEFT's mapping has llama (q_proj, v_proj): the field is left to PEFT's default
-        let llama = starting_lora(&spec(serde_json::json!({"preset": "llama-3.1-8b"})));
-        assert_eq!(llama, Lora::default());
-        // phi3 and deepseek_v3 are not in it: every linear layer, as PEFT's "all-linear"
-        for preset in ["phi-3-mini-4k-instruct", "deepseek-v3"] {
-            let lo = starting_lora(&spec(serde_json::json!({ "preset": preset })));
-            assert_eq!(
-                lo.target_modules,
-                Some(TargetModules::All("all-linear".into())),
-                "{preset}"
-            );
-            assert_eq!(lo.rank, Lora::default().rank);
-        }
-        // a model that does not resolve: the defaults, its own error elsewhere
-        let bad = starting_lora(&spec(serde_json::json!({"preset": "no-such-model"})));
-        assert_eq!(bad, Lora::default());
     }
 }

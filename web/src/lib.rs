@@ -1093,7 +1093,7 @@ fn download(name: &str, text: &str) -> Result<(), String> {
 
 /// The Training / Fine-tuning / Inference switch: sets `mode` (and, where the document has
 /// none, a `training.lora` or `inference` section holding calc-core's defaults; for LoRA
-/// [`calc_core::lora::starting_lora`], whose targets PEFT accepts for the model).
+/// [`calc_core::fields::starting_lora`], whose targets PEFT accepts for the model).
 #[component]
 fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
     let set_mode = move |task: Task| {
@@ -1115,7 +1115,7 @@ fn ModeSwitch(doc: RwSignal<Value>, ctx: Memo<Context>) -> impl IntoView {
                             .cloned()
                             .map(calc_core::config::ModelSpec)
                             .unwrap_or_default();
-                        serde_json::to_value(calc_core::lora::starting_lora(&model))
+                        serde_json::to_value(calc_core::fields::starting_lora(&model))
                             .unwrap_or_else(|_| json!({}))
                     })
                 });

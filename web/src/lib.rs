@@ -213,7 +213,9 @@ pub fn App() -> impl IntoView {
             }
             None => LocalStorage::delete(PLAN_STORAGE_KEY),
         }
-        // a failed write (storage full or blocked) is said once, never silently dropped
+        // a failed write (storage full or blocked) is never silently dropped: said once while
+        // its message shows (not restarting its timer), and again by the next failed write
+        // after the message has hidden itself
         let failed = move |what: &str, kept: &str, e: gloo_storage::errors::StorageError| {
             let m = format!("Not saved: the browser refused to store {what} ({e}). {kept}");
             if status.get_untracked() != m {

@@ -10,6 +10,11 @@
 //! over the GPU's layers. Activations, CUDA graphs and the sampler live in the remaining
 //! `1 - mem_fraction_static`; they are not profiled, so a prefill chunk larger than that
 //! slack runs out of memory at run time instead of shrinking the pool.
+//!
+//! Under pipeline parallelism the free memory before and after loading is the minimum over
+//! the world group, so every rank's room is the budget less the heaviest stage's weights,
+//! and the token count is the minimum over the ranks (`init_memory_pool`: each rank divides
+//! the room by its own layers' bytes per token, then `all_reduce(MIN)`); see [`WorldPool`].
 
 use crate::config::{Attention, Inference};
 use crate::inference::{InferStage, KV_SOURCE, forward_workspace};
@@ -94,20 +99,79 @@ fn process_group(r: &Resolved) -> Term {
 
 /// Estimates SGLang serving (inference engine `sglang`).
 pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
+    let shared = (r.layout.pipeline_parallel_size > 1).then(|| world_pool(r));
     // after loading: CUDA kernels and cuBLAS as vLLM 0.19 measured them on one GPU; the
     // process group in place of the NCCL buffers
     crate::inference::estimate_stages(
         r,
-        sglang,
+        |s| sglang(s, shared.as_ref()),
         Some(non_torch_v019(1, 1)),
         Some(process_group(r)),
     )
 }
 
-/// SGLang on one stage: the static pool (weights and KV cache) and a prefill chunk.
-fn sglang(s: &InferStage) -> StageOutcome {
+/// The pool every rank allocates under pipeline parallelism. SGLang measures the memory
+/// free after loading as the minimum over the world group (model_runner.py
+/// `profile_max_num_token`: `get_available_gpu_memory` with `distributed` set when the
+/// world group has more than one rank, over its CPU group), so every rank's room is the
+/// budget less the heaviest stage's weights; each rank divides it by its own layers' KV bytes per token, and
+/// `init_memory_pool` then takes the minimum token count over the world ("different pp rank
+/// may have different num of layers": `all_reduce(..., ReduceOp.MIN)`), the stage with the
+/// most layers' count.
+struct WorldPool {
+    /// The weights of the stage that holds the most (the least free memory after loading).
+    weights: Term,
+    /// The tokens every rank's pool holds.
+    tokens: u64,
+}
+
+/// [`WorldPool`] over the candidate stages ([`crate::placement::stages`]: the first, the
+/// fullest middle one, the last; the middle ones differ only in their number of layers, so
+/// these include the heaviest and the one with the most layers).
+fn world_pool(r: &Resolved) -> WorldPool {
+    let inf = r.config.inference.clone().unwrap_or_default();
+    let stages = crate::placement::stages(r);
+    let views: Vec<InferStage> = stages
+        .iter()
+        .map(|st| crate::inference::infer_stage(r, st, &inf))
+        .collect();
+    let weights = views
+        .iter()
+        .map(serving_weights)
+        .fold(
+            Term::zero(),
+            |a, w| if w.bytes() > a.bytes() { w } else { a },
+        );
+    let budget = views.first().map_or(0, |s| static_budget(s).bytes());
+    let rest = i64::try_from(budget).unwrap_or(i64::MAX)
+        - i64::try_from(weights.bytes()).unwrap_or(i64::MAX);
+    let tokens = views.iter().map(|s| kv_pool(s, rest).1).min().unwrap_or(0);
+    WorldPool { weights, tokens }
+}
+
+/// `mem_fraction_static` (given, or SGLang's default) and the static budget: that fraction
+/// of the memory free before the weights load (the capacity less the CUDA context and the
+/// process group's buffers).
+fn static_budget(s: &InferStage) -> Expr {
+    let (r, gpu) = (s.r, &s.r.gpu);
+    let fraction = fraction(s);
+    let free_before = n(gpu.memory_bytes, "B GPU memory")
+        .minus(n(gpu.cuda_context_bytes, "B CUDA context"))
+        .minus(process_group(r).expr.label("process group"));
+    (free_before * f(fraction, "mem_fraction_static")).floor()
+}
+
+/// `inference.mem_fraction_static`, else SGLang's default for the GPU and layout.
+fn fraction(s: &InferStage) -> f64 {
+    s.inf.mem_fraction_static.unwrap_or_else(|| {
+        default_mem_fraction_static(&s.r.gpu, s.inf, s.tp, s.r.layout.pipeline_parallel_size)
+    })
+}
+
+/// SGLang on one stage: the static pool (weights and KV cache) and a prefill chunk; under
+/// pipeline parallelism the pool of [`WorldPool`] (`shared`).
+fn sglang(s: &InferStage, shared: Option<&WorldPool>) -> StageOutcome {
     let InferStage {
-        r,
         inf,
         arch: a,
         tp,
@@ -115,26 +179,22 @@ fn sglang(s: &InferStage) -> StageOutcome {
         fp16,
         ..
     } = *s;
-    let gpu = &r.gpu;
-    let pp = r.layout.pipeline_parallel_size;
+    let gpu = &s.r.gpu;
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
-    let fraction = inf
-        .mem_fraction_static
-        .unwrap_or_else(|| default_mem_fraction_static(gpu, inf, tp, pp));
+    let fraction = fraction(s);
     let weights = serving_weights(s);
-    let group = process_group(r);
-    // free memory before the weights load: the capacity less the CUDA context and the
-    // process group's buffers
-    let free_before = n(gpu.memory_bytes, "B GPU memory")
-        .minus(n(gpu.cuda_context_bytes, "B CUDA context"))
-        .minus(group.expr.clone().label("process group"));
-    let budget = (free_before * f(fraction, "mem_fraction_static")).floor();
-    let kv = budget
-        .clone()
-        .label("static budget")
-        .minus(weights.expr.clone().label("weights"));
+    let budget = static_budget(s);
+    let kv = budget.clone().label("static budget").minus(match shared {
+        Some(w) => w
+            .weights
+            .expr
+            .clone()
+            .label("weights of the heaviest pipeline stage"),
+        None => weights.expr.clone().label("weights"),
+    });
     let kv_value = kv.value().to_i64();
-    let (per_token, tokens) = kv_pool(s, kv_value);
+    let (per_token, room) = kv_pool(s, kv_value);
+    let tokens = shared.map_or(room, |w| w.tokens.min(room));
     let per_token_bytes = per_token.bytes();
     // the pool SGLang allocates: whole tokens (page size 1)
     let pool = n(tokens, "tokens") * per_token;
@@ -149,8 +209,13 @@ fn sglang(s: &InferStage) -> StageOutcome {
         (weights.bytes(), prefill.bytes(), budget.bytes());
     let message = if kv_value <= 0 {
         format!(
-            "Not enough memory: weights {:.2} GiB exceed the static budget {:.2} GiB (mem_fraction_static {fraction}). Increase mem_fraction_static or tensor parallelism.",
-            gib(weights_bytes as i64),
+            "Not enough memory: weights {:.2} GiB{} exceed the static budget {:.2} GiB (mem_fraction_static {fraction}). Increase mem_fraction_static or tensor parallelism.",
+            gib(shared.map_or(weights_bytes, |w| w.weights.bytes()) as i64),
+            if shared.is_some() {
+                " (the heaviest pipeline stage's)"
+            } else {
+                ""
+            },
             gib(budget_bytes as i64)
         )
     } else if !fits {
@@ -160,12 +225,17 @@ fn sglang(s: &InferStage) -> StageOutcome {
         )
     } else {
         format!(
-            "KV pool {tokens} tokens ({:.2} GiB, mem_fraction_static {fraction}); {:.2} requests of {max_model_len} tokens at once",
+            "KV pool {tokens} tokens{} ({:.2} GiB, mem_fraction_static {fraction}); {:.2} requests of {max_model_len} tokens at once",
+            if shared.is_some() {
+                " (the fewest any pipeline stage has room for)"
+            } else {
+                ""
+            },
             gib((tokens * per_token_bytes) as i64),
             tokens as f64 / max_model_len as f64
         )
     };
-    let group_bytes = group.bytes();
+    let group_bytes = process_group(s.r).bytes();
     let serving = ServingEstimate {
         engine: crate::config::InferenceEngine::Sglang,
         gpu_memory_utilization: fraction,
@@ -189,10 +259,16 @@ fn sglang(s: &InferStage) -> StageOutcome {
         .set(Component::Activations, prefill)
         .set(
             Component::KvCache,
-            Term::new(
-                Expr::max([pool, n(0, "")]),
-                crate::term::source!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
-            ),
+            match shared {
+                None => Term::new(
+                    Expr::max([pool, n(0, "")]),
+                    crate::term::source!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
+                ),
+                Some(_) => Term::new(
+                    pool,
+                    crate::term::source!("SGLang model_runner.py profile_max_num_token / init_memory_pool: every rank's room is mem_fraction_static x the memory free before the weights load less the least free memory after it over the world group (the heaviest stage's weights), in whole tokens of its own layers; the pool is the fewest tokens any rank has room for (all_reduce MIN over the world); {KV_SOURCE}"),
+                ),
+            },
         );
     s.outcome(vec![serve], Some(serving))
 }

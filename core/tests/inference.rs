@@ -767,6 +767,56 @@ fn sglang_static_pool() {
 }
 
 #[test]
+fn sglang_pipeline_stages_share_the_world_minimum() {
+    // Llama-3.1-8B on SGLang, PP 3 split 10 / 11 / 11, mem_fraction_static 0.85, H100s
+    // (85 018 877 624 B). Free before loading: less the 911 MiB CUDA context and the pipeline
+    // communicator's 128 MiB = 83 929 407 160 B; static budget floor(0.85 x that) =
+    // 71 339 996 086 B on every rank. Weights per stage (218 112 000 params per layer, the
+    // embedding and the LM head 128 256 x 4096 = 525 336 576 each, the final norm 4096, the
+    // rotary cache 131 072 x 128 x 2 B = 33 554 432 B):
+    //   first  (10 layers + embedding):        2 706 456 576 x 2 B + cache = 5 446 467 584 B
+    //   middle (11 layers):                    2 399 232 000 x 2 B + cache = 4 832 018 432 B
+    //   last   (11 layers + norm + LM head):   2 924 572 672 x 2 B + cache = 5 882 699 776 B
+    // SGLang takes the least free memory after loading over the world group (the last
+    // stage's), so every rank's room is 71 339 996 086 - 5 882 699 776 = 65 457 296 310 B;
+    // a token holds 4 096 B per layer: 45 056 B on 11 layers (1 452 798 tokens), 40 960 B on
+    // 10 (1 598 078), and the pool is the minimum over the world, 1 452 798 tokens on every
+    // stage. (Each stage's own room, as before, gave the middle one 1 476 118 tokens.)
+    let e = est(
+        json!({"mode": "inference", "model": {"preset": "llama-3.1-8b"},
+        "inference": {"engine": "sglang", "context_len": 8192, "mem_fraction_static": 0.85},
+        "parallelism": {"pipeline_parallel_size": 3, "first_pipeline_stage_layers": 10,
+            "last_pipeline_stage_layers": 11},
+        "hardware": {"num_gpus": 3, "gpu": "h100-80gb"}}),
+    );
+    let s = e.serving.as_ref().unwrap();
+    assert_eq!(s.budget_bytes, 71_339_996_086);
+    assert_eq!(s.kv_cache_bytes, 65_457_296_310);
+    assert_eq!(s.kv_bytes_per_token, 45_056);
+    assert_eq!(s.kv_cache_tokens, 1_452_798);
+    assert!(
+        s.message
+            .contains("the fewest any pipeline stage has room for"),
+        "{}",
+        s.message
+    );
+    // the prefill chunk (8 192 tokens) takes 905 969 664 B beside the pool on each stage
+    let prefill = 905_969_664;
+    assert_eq!(s.peak_activation_bytes, prefill);
+    assert_eq!(e.most_loaded, "pipeline stage 2 of 3");
+    let peak = |i: u64| {
+        e.stages
+            .iter()
+            .find(|st| st.stage == i)
+            .unwrap()
+            .peak_allocated_bytes
+    };
+    assert_eq!(peak(0), 5_446_467_584 + 1_452_798 * 40_960 + prefill);
+    assert_eq!(peak(1), 4_832_018_432 + 1_452_798 * 45_056 + prefill);
+    assert_eq!(peak(2), 5_882_699_776 + 1_452_798 * 45_056 + prefill);
+}
+
+#[test]
 fn sglang_default_fraction_and_errors() {
     // SGLang's default on an H100 (81 080 MiB CUDA total; server_args.py): chunked prefill
     // 8192 and cuda_graph_max_bs 256 at TP1, reserved 512 + 1.5 x 8192 + 2 x 256 + 1/8 x

@@ -2,7 +2,7 @@
 //! the model architecture parsed and the parallel layout checked. Every rejection is a
 //! [`FieldError`] naming the field, the value and what is allowed.
 
-use crate::config::{Config, Mode, PipelineSchedule};
+use crate::config::{Config, InferenceEngine, Mode, PipelineSchedule};
 use crate::engines::Sizes;
 use crate::error::{Errors, FieldError, short};
 use crate::hf;
@@ -327,6 +327,56 @@ pub(crate) fn split_layers(
         }
     }
     split
+}
+
+/// The layers of each pipeline stage as a serving runtime splits `layers` over `pp` stages
+/// when they do not divide (and no partition is given in its environment variable): an
+/// even share each, the remainder one by one to the stages just before the last in vLLM
+/// (vllm/distributed/utils.py `get_pp_indices`: `partitions[-i] += 1` for `i` in
+/// `2..remaining + 2`), to the last stages in SGLang
+/// (sglang/srt/distributed/utils.py `get_pp_indices`: "the extra layers to the last
+/// 'remainder' partitions").
+pub(crate) fn serving_split(engine: InferenceEngine, layers: u64, pp: u64) -> Vec<u64> {
+    let pp = pp.max(1);
+    let (base, rem) = (layers / pp, layers % pp);
+    (0..pp)
+        .map(|s| {
+            let extra = match engine {
+                // the `rem` stages before the last: pp - 1 - rem ..= pp - 2
+                InferenceEngine::Vllm => s + 1 + rem >= pp && s + 1 < pp,
+                // the last `rem` stages
+                _ => s + rem >= pp,
+            };
+            base + u64::from(extra)
+        })
+        .collect()
+}
+
+/// Where [`serving_split`] comes from, for messages.
+fn serving_split_source(engine: InferenceEngine) -> &'static str {
+    match engine {
+        InferenceEngine::Sglang => "sglang/srt/distributed/utils.py get_pp_indices",
+        _ => "vllm/distributed/utils.py get_pp_indices",
+    }
+}
+
+/// Per-stage layer counts as a first / middle / last split, when every middle stage holds
+/// the same number.
+fn as_stage_layers(counts: &[u64]) -> Option<StageLayers> {
+    let (&first, rest) = counts.split_first()?;
+    let Some((&last, middles)) = rest.split_last() else {
+        return Some(StageLayers {
+            first,
+            middle: first,
+            last: first,
+        });
+    };
+    let middle = middles.first().copied().unwrap_or(first);
+    middles.iter().all(|&m| m == middle).then_some(StageLayers {
+        first,
+        middle,
+        last,
+    })
 }
 
 /// Checks the training engine against the layout: the parallel dimensions it models and
@@ -1028,8 +1078,40 @@ fn check_layout_for_model(
             ),
         );
     }
+    let runtime = (config.effective_mode() == Mode::Inference)
+        .then(|| config.inference.as_ref().map(|i| i.engine))
+        .flatten()
+        .filter(|e| matches!(e, InferenceEngine::Vllm | InferenceEngine::Sglang));
     if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {
         // checked by split_layers
+    } else if let (Some(engine), false) = (runtime, a.num_hidden_layers.is_multiple_of(pp)) {
+        // vLLM and SGLang split the layers themselves
+        let counts = serving_split(engine, a.num_hidden_layers, pp);
+        match as_stage_layers(&counts) {
+            Some(split) => l.stage_layers = split,
+            None => e.add(
+                "parallelism.pipeline_parallel_size",
+                pp,
+                format!(
+                    "{} splits the {} layers over {pp} stages as {} ({}); only splits whose middle stages hold the same number of layers are modelled: choose another pipeline_parallel_size, or give such a split (first_pipeline_stage_layers / last_pipeline_stage_layers, with {} to match)",
+                    match engine {
+                        InferenceEngine::Sglang => "SGLang",
+                        _ => "vLLM",
+                    },
+                    a.num_hidden_layers,
+                    counts
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" / "),
+                    serving_split_source(engine),
+                    match engine {
+                        InferenceEngine::Sglang => "SGLANG_PP_LAYER_PARTITION",
+                        _ => "VLLM_PP_LAYER_PARTITION",
+                    },
+                ),
+            ),
+        }
     } else if !a.num_hidden_layers.is_multiple_of(pp) {
         e.add(
             "parallelism.pipeline_parallel_size",
@@ -1291,4 +1373,36 @@ fn resolve_gpu(config: &Config, e: &mut Errors) -> Option<GpuSpec> {
         }
         g
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serving_runtimes_split_the_layers_as_their_get_pp_indices() {
+        use InferenceEngine::{Sglang, Vllm};
+        // vLLM: an even share, the remainder to the stages just before the last
+        // (partitions[-2], partitions[-3], ...); SGLang: to the last stages
+        assert_eq!(serving_split(Vllm, 32, 4), [8, 8, 8, 8]);
+        assert_eq!(serving_split(Vllm, 61, 2), [31, 30]);
+        assert_eq!(serving_split(Sglang, 61, 2), [30, 31]);
+        assert_eq!(serving_split(Vllm, 32, 3), [11, 11, 10]);
+        assert_eq!(serving_split(Sglang, 32, 3), [10, 11, 11]);
+        assert_eq!(serving_split(Vllm, 61, 4), [15, 15, 16, 15]);
+        assert_eq!(serving_split(Sglang, 61, 4), [15, 15, 15, 16]);
+        assert_eq!(serving_split(Vllm, 80, 6), [13, 13, 13, 14, 14, 13]);
+        assert_eq!(serving_split(Sglang, 80, 6), [13, 13, 13, 13, 14, 14]);
+        // first / middle / last when the middle stages agree
+        let sl = |first, middle, last| StageLayers {
+            first,
+            middle,
+            last,
+        };
+        assert_eq!(as_stage_layers(&[31, 30]), Some(sl(31, 31, 30)));
+        assert_eq!(as_stage_layers(&[11, 11, 10]), Some(sl(11, 11, 10)));
+        assert_eq!(as_stage_layers(&[15, 15, 15, 16]), Some(sl(15, 15, 16)));
+        assert_eq!(as_stage_layers(&[15, 15, 16, 15]), None);
+        assert_eq!(as_stage_layers(&[13, 13, 13, 14, 14, 13]), None);
+    }
 }

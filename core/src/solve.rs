@@ -236,6 +236,13 @@ impl Search<'_> {
         } else {
             (c.engine.parallelism(), c.training.seq_len)
         };
+        let runtime_split = self.inference
+            && c.inference.as_ref().is_some_and(|i| {
+                matches!(
+                    i.engine,
+                    crate::config::InferenceEngine::Vllm | crate::config::InferenceEngine::Sglang
+                )
+            });
         let upto = |n: u64, allowed: bool| -> Vec<u64> {
             if !allowed {
                 return vec![1];
@@ -256,7 +263,9 @@ impl Search<'_> {
                 None => (1..=layers).collect(),
             };
             for pp in pps.into_iter().filter(|&p| p == 1 || par.pipeline) {
-                let uneven = if layers.is_multiple_of(pp) {
+                let uneven = if layers.is_multiple_of(pp) || runtime_split {
+                    // vLLM and SGLang: resolve takes the runtime's own split (or refuses
+                    // one the schema cannot hold, and the layout does not fit)
                     None
                 } else if par.uneven_pipeline {
                     match uneven_split(layers, pp, 1) {

@@ -227,6 +227,44 @@ fn vllm_pipeline_stages_hold_the_fewest_blocks() {
 }
 
 #[test]
+fn serving_runtimes_split_uneven_pipelines_themselves() {
+    // DeepSeek-V3's 61 layers over PP 2: vLLM gives the extra layer to the stage before the
+    // last (get_pp_indices: 31 / 30), SGLang to the last (30 / 31)
+    let doc = |engine: &str, pp: u64| {
+        json!({"mode": "inference", "model": {"preset": "deepseek-v3"},
+            "inference": {"engine": engine, "weight_format": "fp8", "context_len": 4096},
+            "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": pp},
+            "hardware": {"num_gpus": 8 * pp, "gpu": "h200-141gb"}})
+    };
+    let layers = |e: &Estimate| {
+        e.stages
+            .iter()
+            .map(|s| (s.stage, s.layers))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(layers(&est(doc("vllm", 2))), [(0, 31), (1, 30)]);
+    assert_eq!(layers(&est(doc("sglang", 2))), [(0, 30), (1, 31)]);
+    // PP 4: SGLang's 15 / 15 / 15 / 16 has equal middle stages (the candidates: first,
+    // fullest middle, last); vLLM's 15 / 15 / 16 / 15 does not, and is refused with its split
+    assert_eq!(layers(&est(doc("sglang", 4))), [(0, 15), (1, 15), (3, 16)]);
+    let errs = errors_of(doc("vllm", 4));
+    assert_eq!(errs[0].field, "parallelism.pipeline_parallel_size");
+    assert!(
+        errs[0].message.contains("15 / 15 / 16 / 15"),
+        "{}",
+        errs[0].message
+    );
+    // transformers generate has no split of its own: the layers must divide
+    let mut hf = doc("hf", 2);
+    hf["inference"] = json!({"engine": "hf", "context_len": 4096, "weight_format": "fp8"});
+    assert!(
+        errors_of(hf)[0]
+            .message
+            .contains("must divide num_hidden_layers (61)")
+    );
+}
+
+#[test]
 fn vllm_no_room_for_weights() {
     // 70B in bf16 on one H100: the weights alone exceed the budget
     let s = vllm("llama-3.1-70b", "bf16", 1, 4096);

@@ -114,10 +114,10 @@ pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
 /// free after loading as the minimum over the world group (model_runner.py
 /// `profile_max_num_token`: `get_available_gpu_memory` with `distributed` set when the
 /// world group has more than one rank, over its CPU group), so every rank's room is the
-/// budget less the heaviest stage's weights; each rank divides it by its own layers' KV bytes per token, and
-/// `init_memory_pool` then takes the minimum token count over the world ("different pp rank
-/// may have different num of layers": `all_reduce(..., ReduceOp.MIN)`), the stage with the
-/// most layers' count.
+/// budget less the heaviest stage's weights; each rank divides it by its own layers' KV
+/// bytes per token, and `init_memory_pool` then takes the minimum token count over the
+/// world ("different pp rank may have different num of layers": `all_reduce(...,
+/// ReduceOp.MIN)`), the count of the stage with the most layers.
 struct WorldPool {
     /// The weights of the stage that holds the most (the least free memory after loading).
     weights: Term,
@@ -149,9 +149,8 @@ fn world_pool(r: &Resolved) -> WorldPool {
     WorldPool { weights, tokens }
 }
 
-/// `mem_fraction_static` (given, or SGLang's default) and the static budget: that fraction
-/// of the memory free before the weights load (the capacity less the CUDA context and the
-/// process group's buffers).
+/// The static budget, bytes: [`fraction`] of the memory free before the weights load (the
+/// capacity less the CUDA context and the process group's buffers), the same on every rank.
 fn static_budget(s: &InferStage) -> Expr {
     let (r, gpu) = (s.r, &s.r.gpu);
     let fraction = fraction(s);

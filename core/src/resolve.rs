@@ -352,11 +352,33 @@ pub(crate) fn serving_split(engine: InferenceEngine, layers: u64, pp: u64) -> Ve
         .collect()
 }
 
-/// Where [`serving_split`] comes from, for messages.
-fn serving_split_source(engine: InferenceEngine) -> &'static str {
+/// The serving runtime of an inference config that splits pipeline layers itself
+/// ([`serving_split`]: vLLM, SGLang); `None` for training and transformers `generate`.
+pub(crate) fn layer_splitting_runtime(config: &Config) -> Option<InferenceEngine> {
+    if config.effective_mode() != Mode::Inference {
+        return None;
+    }
+    config
+        .inference
+        .as_ref()
+        .map(|i| i.engine)
+        .filter(|e| matches!(e, InferenceEngine::Vllm | InferenceEngine::Sglang))
+}
+
+/// For messages: the runtime's name, the file of its [`serving_split`] and the environment
+/// variable that overrides it.
+fn split_facts(engine: InferenceEngine) -> (&'static str, &'static str, &'static str) {
     match engine {
-        InferenceEngine::Sglang => "sglang/srt/distributed/utils.py get_pp_indices",
-        _ => "vllm/distributed/utils.py get_pp_indices",
+        InferenceEngine::Sglang => (
+            "SGLang",
+            "sglang/srt/distributed/utils.py get_pp_indices",
+            "SGLANG_PP_LAYER_PARTITION",
+        ),
+        _ => (
+            "vLLM",
+            "vllm/distributed/utils.py get_pp_indices",
+            "VLLM_PP_LAYER_PARTITION",
+        ),
     }
 }
 
@@ -1078,10 +1100,7 @@ fn check_layout_for_model(
             ),
         );
     }
-    let runtime = (config.effective_mode() == Mode::Inference)
-        .then(|| config.inference.as_ref().map(|i| i.engine))
-        .flatten()
-        .filter(|e| matches!(e, InferenceEngine::Vllm | InferenceEngine::Sglang));
+    let runtime = layer_splitting_runtime(config);
     if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {
         // checked by split_layers
     } else if let (Some(engine), false) = (runtime, a.num_hidden_layers.is_multiple_of(pp)) {
@@ -1089,28 +1108,19 @@ fn check_layout_for_model(
         let counts = serving_split(engine, a.num_hidden_layers, pp);
         match as_stage_layers(&counts) {
             Some(split) => l.stage_layers = split,
-            None => e.add(
-                "parallelism.pipeline_parallel_size",
-                pp,
-                format!(
-                    "{} splits the {} layers over {pp} stages as {} ({}); only splits whose middle stages hold the same number of layers are modelled: choose another pipeline_parallel_size, or give such a split (first_pipeline_stage_layers / last_pipeline_stage_layers, with {} to match)",
-                    match engine {
-                        InferenceEngine::Sglang => "SGLang",
-                        _ => "vLLM",
-                    },
-                    a.num_hidden_layers,
-                    counts
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" / "),
-                    serving_split_source(engine),
-                    match engine {
-                        InferenceEngine::Sglang => "SGLANG_PP_LAYER_PARTITION",
-                        _ => "VLLM_PP_LAYER_PARTITION",
-                    },
-                ),
-            ),
+            None => {
+                let (name, source, env) = split_facts(engine);
+                let shown: Vec<String> = counts.iter().map(u64::to_string).collect();
+                e.add(
+                    "parallelism.pipeline_parallel_size",
+                    pp,
+                    format!(
+                        "{name} splits the {} layers over {pp} stages as {} ({source}); only splits whose middle stages hold the same number of layers are modelled: choose another pipeline_parallel_size, or give such a split (first_pipeline_stage_layers / last_pipeline_stage_layers, with {env} to match)",
+                        a.num_hidden_layers,
+                        shown.join(" / "),
+                    ),
+                );
+            }
         }
     } else if !a.num_hidden_layers.is_multiple_of(pp) {
         e.add(

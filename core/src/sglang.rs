@@ -21,7 +21,7 @@ use crate::inference::{InferStage, KV_SOURCE, forward_workspace};
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{Component, Phase, PhaseName, ServingEstimate, StageOutcome, nccl_buffers};
 use crate::serving::{kv_pool, non_torch_v019, serving_weights};
-use crate::term::{Expr, Term, f, n};
+use crate::term::{Expr, Label, Term, f, n};
 use crate::units::{GIB, MIB};
 
 /// SGLang's defaults that depend on the GPU's memory (server_args.py
@@ -99,14 +99,15 @@ fn process_group(r: &Resolved) -> Term {
 
 /// Estimates SGLang serving (inference engine `sglang`).
 pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
-    let shared = (r.layout.pipeline_parallel_size > 1).then(|| world_pool(r));
+    let group = process_group(r);
+    let shared = (r.layout.pipeline_parallel_size > 1).then(|| world_pool(r, &group));
     // after loading: CUDA kernels and cuBLAS as vLLM 0.19 measured them on one GPU; the
     // process group in place of the NCCL buffers
     crate::inference::estimate_stages(
         r,
-        |s| sglang(s, shared.as_ref()),
+        |s| sglang(s, &group, shared.as_ref()),
         Some(non_torch_v019(1, 1)),
-        Some(process_group(r)),
+        Some(group.clone()),
     )
 }
 
@@ -128,7 +129,7 @@ struct WorldPool {
 /// [`WorldPool`] over the candidate stages ([`crate::placement::stages`]: the first, the
 /// fullest middle one, the last; the middle ones differ only in their number of layers, so
 /// these include the heaviest and the one with the most layers).
-fn world_pool(r: &Resolved) -> WorldPool {
+fn world_pool(r: &Resolved, group: &Term) -> WorldPool {
     let inf = r.config.inference.clone().unwrap_or_default();
     let stages = crate::placement::stages(r);
     let views: Vec<InferStage> = stages
@@ -142,22 +143,35 @@ fn world_pool(r: &Resolved) -> WorldPool {
             Term::zero(),
             |a, w| if w.bytes() > a.bytes() { w } else { a },
         );
-    let budget = views.first().map_or(0, |s| static_budget(s).bytes());
-    let rest = i64::try_from(budget).unwrap_or(i64::MAX)
-        - i64::try_from(weights.bytes()).unwrap_or(i64::MAX);
+    let rest = views.first().map_or(0, |s| {
+        room(static_budget(s, group), &weights, HEAVIEST)
+            .value()
+            .to_i64()
+    });
     let tokens = views.iter().map(|s| kv_pool(s, rest).1).min().unwrap_or(0);
     WorldPool { weights, tokens }
 }
 
 /// The static budget, bytes: [`fraction`] of the memory free before the weights load (the
-/// capacity less the CUDA context and the process group's buffers), the same on every rank.
-fn static_budget(s: &InferStage) -> Expr {
-    let (r, gpu) = (s.r, &s.r.gpu);
-    let fraction = fraction(s);
+/// capacity less the CUDA context and the process group's buffers, `group`), the same on
+/// every rank.
+fn static_budget(s: &InferStage, group: &Term) -> Expr {
+    let gpu = &s.r.gpu;
     let free_before = n(gpu.memory_bytes, "B GPU memory")
         .minus(n(gpu.cuda_context_bytes, "B CUDA context"))
-        .minus(process_group(r).expr.label("process group"));
-    (free_before * f(fraction, "mem_fraction_static")).floor()
+        .minus(group.expr.clone().label("process group"));
+    (free_before * f(fraction(s), "mem_fraction_static")).floor()
+}
+
+/// The label of the heaviest stage's weights in a pipeline's room.
+const HEAVIEST: Label = "weights of the heaviest pipeline stage";
+
+/// The room a rank's KV pool has: the static budget less `weights` (the rank's own, or
+/// under pipeline parallelism the heaviest stage's), bytes; negative when they do not fit.
+fn room(budget: Expr, weights: &Term, label: Label) -> Expr {
+    budget
+        .label("static budget")
+        .minus(weights.expr.clone().label(label))
 }
 
 /// `inference.mem_fraction_static`, else SGLang's default for the GPU and layout.
@@ -169,7 +183,7 @@ fn fraction(s: &InferStage) -> f64 {
 
 /// SGLang on one stage: the static pool (weights and KV cache) and a prefill chunk; under
 /// pipeline parallelism the pool of [`WorldPool`] (`shared`).
-fn sglang(s: &InferStage, shared: Option<&WorldPool>) -> StageOutcome {
+fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutcome {
     let InferStage {
         inf,
         arch: a,
@@ -182,15 +196,11 @@ fn sglang(s: &InferStage, shared: Option<&WorldPool>) -> StageOutcome {
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
     let fraction = fraction(s);
     let weights = serving_weights(s);
-    let budget = static_budget(s);
-    let kv = budget.clone().label("static budget").minus(match shared {
-        Some(w) => w
-            .weights
-            .expr
-            .clone()
-            .label("weights of the heaviest pipeline stage"),
-        None => weights.expr.clone().label("weights"),
-    });
+    let budget = static_budget(s, group);
+    let kv = match shared {
+        Some(w) => room(budget.clone(), &w.weights, HEAVIEST),
+        None => room(budget.clone(), &weights, "weights"),
+    };
     let kv_value = kv.value().to_i64();
     let (per_token, room) = kv_pool(s, kv_value);
     let tokens = shared.map_or(room, |w| w.tokens.min(room));
@@ -234,7 +244,7 @@ fn sglang(s: &InferStage, shared: Option<&WorldPool>) -> StageOutcome {
             tokens as f64 / max_model_len as f64
         )
     };
-    let group_bytes = process_group(s.r).bytes();
+    let group_bytes = group.bytes();
     let serving = ServingEstimate {
         engine: crate::config::InferenceEngine::Sglang,
         gpu_memory_utilization: fraction,

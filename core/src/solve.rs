@@ -224,7 +224,8 @@ impl Search<'_> {
         let layers = a.num_hidden_layers;
         let (par, seq) = if self.inference {
             (
-                // vLLM and SGLang split layers over stages unevenly when they do not divide
+                // uneven splits: vLLM's and SGLang's own (`runtime_split` below), else
+                // first / last stage sizes as the training engines give them
                 crate::engines::Parallelism {
                     tensor: true,
                     pipeline: true,
@@ -236,13 +237,7 @@ impl Search<'_> {
         } else {
             (c.engine.parallelism(), c.training.seq_len)
         };
-        let runtime_split = self.inference
-            && c.inference.as_ref().is_some_and(|i| {
-                matches!(
-                    i.engine,
-                    crate::config::InferenceEngine::Vllm | crate::config::InferenceEngine::Sglang
-                )
-            });
+        let runtime_split = crate::resolve::layer_splitting_runtime(c).is_some();
         let upto = |n: u64, allowed: bool| -> Vec<u64> {
             if !allowed {
                 return vec![1];

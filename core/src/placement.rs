@@ -31,15 +31,20 @@ impl Stage {
 }
 
 /// The candidate most loaded stages: the first (embedding, most in-flight micro-batches),
-/// the second (the fullest middle stage) and the last (final norm, LM head, loss).
+/// the second (the middle stage with the most in-flight micro-batches), the first of the
+/// middle stages that hold one layer more (a serving runtime's split,
+/// [`crate::problem::StageLayers::heavier_middles`]) and the last (final norm, LM head,
+/// loss).
 pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
     let ga = r.config.training.gradient_accumulation_steps;
-    // the first, second and last stage, each once (pp 1 and 2 have fewer)
-    let candidates = [0, 1.min(pp - 1), pp - 1];
-    let mut out = Vec::with_capacity(3);
-    for s in candidates {
+    // the first, second, first heavier middle and last stage, each once (pp 1 and 2 have
+    // fewer), in order
+    let heavier = l.stage_layers.first_heavier_middle(pp);
+    let candidates = [Some(0), Some(1.min(pp - 1)), heavier, Some(pp - 1)];
+    let mut out = Vec::with_capacity(4);
+    for s in candidates.into_iter().flatten() {
         if out.last().is_some_and(|st: &Stage| st.index == s) {
             continue;
         }

@@ -84,18 +84,22 @@ impl Layout {
     pub fn describe_model_parallel(&self) -> String {
         let pp = self.pipeline_parallel_size;
         let sl = self.stage_layers;
-        let split = if pp > 1 && (sl.first != sl.middle || sl.last != sl.middle) {
-            match pp {
-                2 => format!(" ({} / {} layers)", sl.first, sl.last),
-                3 => format!(" ({} / {} / {} layers)", sl.first, sl.middle, sl.last),
-                _ => format!(
-                    " ({} / {} x {} / {} layers)",
-                    sl.first,
-                    sl.middle,
-                    pp - 2,
-                    sl.last
-                ),
+        let split = if pp > 1
+            && (sl.first != sl.middle || sl.last != sl.middle || sl.heavier_middles > 0)
+        {
+            // runs of equal middle stages: "16 x 6", or "16" for one
+            let k = sl.heavier_middles.min(pp - 2);
+            let runs = [(sl.middle, pp - 2 - k), (sl.middle + 1, k)];
+            let mut parts = vec![sl.first.to_string()];
+            for (layers, count) in runs {
+                match count {
+                    0 => {}
+                    1 => parts.push(layers.to_string()),
+                    _ => parts.push(format!("{layers} x {count}")),
+                }
             }
+            parts.push(sl.last.to_string());
+            format!(" ({} layers)", parts.join(" / "))
         } else {
             String::new()
         };
@@ -144,32 +148,73 @@ impl Layout {
 /// virtual stages, a stage's layers form `virtual_pipeline_parallel_size` equal model
 /// chunks, Megatron-Core's rule: `get_num_layers_to_build` divides each rank's count by the
 /// virtual size).
+///
+/// The first stage, `pp - 2` middle stages and the last. The middle stages hold `middle`
+/// layers each, except the last `heavier_middles` of them, which hold one more: the splits
+/// vLLM and SGLang choose when the layers do not divide (`resolve::serving_split`: vLLM's
+/// 15 / 15 / 16 / 15 for 61 layers on 4 stages is `first` 15, `middle` 15,
+/// `heavier_middles` 1, `last` 15). Megatron's and torchtitan's splits have none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageLayers {
     pub first: u64,
-    /// Each stage between the first and the last.
+    /// Each stage between the first and the last (but the `heavier_middles` last of them).
     pub middle: u64,
     pub last: u64,
+    /// How many of the middle stages, the last ones before the last stage, hold
+    /// `middle + 1` layers (never with virtual stages).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub heavier_middles: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl StageLayers {
+    /// `first`, `middle` and `last` layers, every middle stage alike.
+    pub fn new(first: u64, middle: u64, last: u64) -> StageLayers {
+        StageLayers {
+            first,
+            middle,
+            last,
+            heavier_middles: 0,
+        }
+    }
+
+    /// The layers of stage `s` of `pp`.
+    pub fn of_stage(&self, s: u64, pp: u64) -> u64 {
+        let (start, end) = self.range(s, pp);
+        end - start
+    }
+
+    /// The first of the middle stages that hold `middle + 1` layers, if any (with the
+    /// most in-flight micro-batches of them in training).
+    pub fn first_heavier_middle(&self, pp: u64) -> Option<u64> {
+        (self.heavier_middles > 0 && pp >= 3)
+            .then(|| (pp - 1).saturating_sub(self.heavier_middles.min(pp - 2)))
+    }
+
     /// The layer index range `[start, end)` of stage `s` of `pp`.
     pub fn range(&self, s: u64, pp: u64) -> (u64, u64) {
         if pp == 1 {
             return (0, self.first);
         }
+        let k = self.heavier_middles.min(pp.saturating_sub(2));
+        // the heavier middle stages are pp - 1 - k ..= pp - 2: of the stages before s,
+        // (s + k) - (pp - 1) of them
+        let heavier_before = |s: u64| (s + k).saturating_sub(pp - 1);
         let start = if s == 0 {
             0
         } else {
-            self.first + (s - 1) * self.middle
+            self.first + (s - 1) * self.middle + heavier_before(s)
         };
         let len = if s == 0 {
             self.first
         } else if s == pp - 1 {
             self.last
         } else {
-            self.middle
+            self.middle + heavier_before(s + 1) - heavier_before(s)
         };
         (start, start + len)
     }
@@ -222,11 +267,7 @@ mod tests {
         // 32 layers on 4 stages (6, 10, 10, 6) of 2 chunks: one pass over the stages takes
         // 3 + 5 + 5 + 3 = 16 layers, so stage 0 holds [0, 3) and [16, 19), stage 1 [3, 8)
         // and [19, 24), stage 3 [13, 16) and [29, 32)
-        let sl = StageLayers {
-            first: 6,
-            middle: 10,
-            last: 6,
-        };
+        let sl = StageLayers::new(6, 10, 6);
         let chunks = |s| sl.chunks(s, 4, 2).collect::<Vec<_>>();
         assert_eq!(chunks(0), vec![(0, 3), (16, 19)]);
         assert_eq!(chunks(1), vec![(3, 8), (19, 24)]);
@@ -234,11 +275,23 @@ mod tests {
         // without virtual stages, the stage's range
         assert_eq!(sl.chunks(2, 4, 1).collect::<Vec<_>>(), vec![(16, 26)]);
         // one stage
-        let one = StageLayers {
-            first: 12,
-            middle: 12,
-            last: 12,
-        };
+        let one = StageLayers::new(12, 12, 12);
         assert_eq!(one.chunks(0, 1, 1).collect::<Vec<_>>(), vec![(0, 12)]);
+    }
+
+    #[test]
+    fn heavier_middle_stages() {
+        // vLLM's split of Llama-3.1-70B's 80 layers over 6 stages, 13 / 13 / 13 / 14 / 14 /
+        // 13: stages 3 and 4 hold [39, 53) and [53, 67) (13 x 3 = 39 layers before them)
+        let sl = StageLayers {
+            heavier_middles: 2,
+            ..StageLayers::new(13, 13, 13)
+        };
+        let ranges: Vec<_> = (0..6).map(|s| sl.range(s, 6)).collect();
+        assert_eq!(
+            ranges,
+            [(0, 13), (13, 26), (26, 39), (39, 53), (53, 67), (67, 80)]
+        );
+        assert_eq!(sl.chunks(4, 6, 1).collect::<Vec<_>>(), vec![(53, 67)]);
     }
 }

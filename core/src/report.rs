@@ -238,7 +238,8 @@ pub struct Estimate {
     /// Parameters held by the most loaded GPU before data-parallel sharding
     /// (after tensor, pipeline and expert parallelism).
     pub params_on_gpu: u64,
-    /// The pipeline stages evaluated (first, second, last), the most loaded among them.
+    /// The pipeline stages evaluated (first, second, the first of the middle stages with
+    /// one layer more under a serving runtime's split, last), the most loaded among them.
     pub stages: Vec<StageEstimate>,
     /// Bytes per component at the peak phase (all of [`COMPONENTS`]).
     pub components: IndexMap<String, u64>,

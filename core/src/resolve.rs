@@ -253,11 +253,7 @@ pub(crate) fn split_layers(
     let even = layers / pp.max(1);
     let (first, last) = (p.first_pipeline_stage_layers, p.last_pipeline_stage_layers);
     if first.is_none() && last.is_none() {
-        return StageLayers {
-            first: even,
-            middle: even,
-            last: even,
-        };
+        return StageLayers::new(even, even, even);
     }
     if pp < 2 {
         e.add(
@@ -265,11 +261,7 @@ pub(crate) fn split_layers(
             first.or(last).unwrap_or(0),
             "an uneven split needs pipeline_parallel_size > 1",
         );
-        return StageLayers {
-            first: layers,
-            middle: 0,
-            last: layers,
-        };
+        return StageLayers::new(layers, 0, layers);
     }
     let middles = pp - 2;
     // unspecified ends take an even share of what the other end leaves
@@ -298,17 +290,9 @@ pub(crate) fn split_layers(
                 rest
             ),
         );
-        return StageLayers {
-            first: f.min(layers),
-            middle: 0,
-            last: l.min(layers),
-        };
+        return StageLayers::new(f.min(layers), 0, l.min(layers));
     }
-    let split = StageLayers {
-        first: f,
-        middle: rest.checked_div(middles).unwrap_or(0),
-        last: l,
-    };
+    let split = StageLayers::new(f, rest.checked_div(middles).unwrap_or(0), l);
     if vpp > 1 {
         let stages = [
             ("first", split.first),
@@ -382,23 +366,25 @@ fn split_facts(engine: InferenceEngine) -> (&'static str, &'static str, &'static
     }
 }
 
-/// Per-stage layer counts as a first / middle / last split, when every middle stage holds
-/// the same number.
+/// Per-stage layer counts as a [`StageLayers`]: when the middle stages hold the same
+/// number of layers, or that number and one more on the last of them (the serving
+/// runtimes' splits, [`serving_split`]).
 fn as_stage_layers(counts: &[u64]) -> Option<StageLayers> {
     let (&first, rest) = counts.split_first()?;
     let Some((&last, middles)) = rest.split_last() else {
-        return Some(StageLayers {
-            first,
-            middle: first,
-            last: first,
-        });
+        return Some(StageLayers::new(first, first, first));
     };
     let middle = middles.first().copied().unwrap_or(first);
-    middles.iter().all(|&m| m == middle).then_some(StageLayers {
-        first,
-        middle,
-        last,
-    })
+    // the middle stages that hold `middle` layers, then those that hold one more
+    let lighter = middles.iter().take_while(|&&m| m == middle).count();
+    let heavier = &middles[lighter..];
+    heavier
+        .iter()
+        .all(|&m| m == middle + 1)
+        .then_some(StageLayers {
+            heavier_middles: heavier.len() as u64,
+            ..StageLayers::new(first, middle, last)
+        })
 }
 
 /// Checks the training engine against the layout: the parallel dimensions it models and
@@ -1049,11 +1035,7 @@ fn resolve_layout(
         expert_tensor_parallel_size: etp.max(1),
         loss_parallel: p.loss_parallel,
         gpus_per_node: hw.gpus_per_node,
-        stage_layers: StageLayers {
-            first: 0,
-            middle: 0,
-            last: 0,
-        },
+        stage_layers: StageLayers::new(0, 0, 0),
     })
 }
 
@@ -1403,16 +1385,33 @@ mod tests {
         assert_eq!(serving_split(Sglang, 61, 4), [15, 15, 15, 16]);
         assert_eq!(serving_split(Vllm, 80, 6), [13, 13, 13, 14, 14, 13]);
         assert_eq!(serving_split(Sglang, 80, 6), [13, 13, 13, 13, 14, 14]);
-        // first / middle / last when the middle stages agree
-        let sl = |first, middle, last| StageLayers {
-            first,
-            middle,
-            last,
+        // first / middle / last, the last middle stages with one layer more; and back
+        let sl = |first, middle, last, heavier_middles| StageLayers {
+            heavier_middles,
+            ..StageLayers::new(first, middle, last)
         };
-        assert_eq!(as_stage_layers(&[31, 30]), Some(sl(31, 31, 30)));
-        assert_eq!(as_stage_layers(&[11, 11, 10]), Some(sl(11, 11, 10)));
-        assert_eq!(as_stage_layers(&[15, 15, 15, 16]), Some(sl(15, 15, 16)));
-        assert_eq!(as_stage_layers(&[15, 15, 16, 15]), None);
-        assert_eq!(as_stage_layers(&[13, 13, 13, 14, 14, 13]), None);
+        let cases: [(&[u64], StageLayers); 7] = [
+            (&[31, 30], sl(31, 31, 30, 0)),
+            (&[11, 11, 10], sl(11, 11, 10, 0)),
+            (&[15, 15, 15, 16], sl(15, 15, 16, 0)),
+            (&[15, 15, 16, 15], sl(15, 15, 15, 1)),
+            (&[13, 13, 13, 14, 14, 13], sl(13, 13, 13, 2)),
+            (&[13, 13, 13, 13, 14, 14], sl(13, 13, 14, 1)),
+            (&[16, 16, 16, 15], sl(16, 16, 15, 0)),
+        ];
+        for (counts, split) in cases {
+            assert_eq!(as_stage_layers(counts), Some(split), "{counts:?}");
+            let pp = counts.len() as u64;
+            let back: Vec<u64> = (0..pp).map(|s| split.of_stage(s, pp)).collect();
+            assert_eq!(back, counts);
+            assert_eq!(split.range(pp - 1, pp).1, counts.iter().sum::<u64>());
+        }
+        // middle stages that are not one run and one run of one layer more
+        assert_eq!(as_stage_layers(&[10, 12, 11, 10]), None);
+        assert_eq!(as_stage_layers(&[10, 11, 10, 11, 10]), None);
+        // the fullest middle stage: the first of the heavier ones
+        assert_eq!(sl(13, 13, 13, 2).first_heavier_middle(6), Some(3));
+        assert_eq!(sl(15, 15, 15, 1).first_heavier_middle(4), Some(2));
+        assert_eq!(sl(15, 15, 16, 0).first_heavier_middle(4), None);
     }
 }

@@ -259,8 +259,7 @@ impl Search<'_> {
             };
             for pp in pps.into_iter().filter(|&p| p == 1 || par.pipeline) {
                 let uneven = if layers.is_multiple_of(pp) || runtime_split {
-                    // vLLM and SGLang: resolve takes the runtime's own split (or refuses
-                    // one the schema cannot hold, and the layout does not fit)
+                    // vLLM and SGLang: resolve takes the runtime's own split
                     None
                 } else if par.uneven_pipeline {
                     match uneven_split(layers, pp, 1) {

@@ -244,16 +244,35 @@ fn serving_runtimes_split_uneven_pipelines_themselves() {
     };
     assert_eq!(layers(&est(doc("vllm", 2))), [(0, 31), (1, 30)]);
     assert_eq!(layers(&est(doc("sglang", 2))), [(0, 30), (1, 31)]);
-    // PP 4: SGLang's 15 / 15 / 15 / 16 has equal middle stages (the candidates: first,
-    // fullest middle, last); vLLM's 15 / 15 / 16 / 15 does not, and is refused with its split
+    // PP 4: SGLang's 15 / 15 / 15 / 16 (the candidates: first, fullest middle, last);
+    // vLLM's 15 / 15 / 16 / 15, whose third stage holds one layer more than the second and
+    // is a candidate of its own
     assert_eq!(layers(&est(doc("sglang", 4))), [(0, 15), (1, 15), (3, 16)]);
-    let errs = errors_of(doc("vllm", 4));
-    assert_eq!(errs[0].field, "parallelism.pipeline_parallel_size");
-    assert!(
-        errs[0].message.contains("15 / 15 / 16 / 15"),
-        "{}",
-        errs[0].message
+    let v4 = est(doc("vllm", 4));
+    assert_eq!(layers(&v4), [(0, 15), (1, 15), (2, 16), (3, 15)]);
+    assert_eq!(
+        v4.layout.describe_model_parallel(),
+        "TP 8, PP 4 (15 / 15 / 16 / 15 layers)"
     );
+    // Llama-3.1-70B's 80 layers over PP 6 in vLLM: 13 / 13 / 13 / 14 / 14 / 13. A decoder
+    // layer: q and o 8192 x 8192, k and v 8192 x 1024, gate, up and down 8192 x 28672, two
+    // norms of 8192: 2 x 67 108 864 + 2 x 8 388 608 + 3 x 234 881 024 + 16 384 =
+    // 855 654 400 params; stage 1 holds 13 of them, stage 3 14
+    let mut l70 = json!({"mode": "inference", "model": {"preset": "llama-3.1-70b"},
+        "inference": {"engine": "vllm", "context_len": 4096},
+        "parallelism": {"pipeline_parallel_size": 6},
+        "hardware": {"num_gpus": 6, "gpu": "h100-80gb"}});
+    let e = est(l70.clone());
+    assert_eq!(layers(&e), [(0, 13), (1, 13), (3, 14), (5, 13)]);
+    assert_eq!(e.stages[1].params_on_gpu, 13 * 855_654_400);
+    assert_eq!(e.stages[2].params_on_gpu, 14 * 855_654_400);
+    assert_eq!(
+        e.layout.describe_model_parallel(),
+        "PP 6 (13 / 13 x 2 / 14 x 2 / 13 layers)"
+    );
+    // SGLang: 13 / 13 / 13 / 13 / 14 / 14, the last middle stage and the last heavier
+    l70["inference"]["engine"] = json!("sglang");
+    assert_eq!(layers(&est(l70)), [(0, 13), (1, 13), (4, 14), (5, 14)]);
     // transformers generate has no split of its own: the layers must divide
     let mut hf = doc("hf", 2);
     hf["inference"] = json!({"engine": "hf", "context_len": 4096, "weight_format": "fp8"});

@@ -811,7 +811,8 @@ pub struct ZeroOptions {
     #[serde(deserialize_with = "units::de_count")]
     pub stage3_max_reuse_distance: u64,
     /// Elements per optimizer sub-group in ZeRO-3: the step upcasts and updates one
-    /// sub-group at a time (`sub_group_size`, default 1e9).
+    /// sub-group at a time (`sub_group_size`, default 1e9). Sub-groups hold whole
+    /// parameters, each filled until it reaches this size; 0 makes every parameter one.
     #[serde(deserialize_with = "units::de_count")]
     pub sub_group_size: u64,
 }

@@ -372,7 +372,6 @@ const fn par(dim: fn(&Parallelism) -> bool) -> Applies {
 }
 
 const GPUS: Option<Bounds> = range(1, limits::MAX_GPUS);
-const PARAMS: Option<Bounds> = range(1, limits::MAX_PARAMS);
 const FRACTION: Option<Bounds> = Some(Bounds {
     min: 0.0,
     max: 1.0,
@@ -469,7 +468,7 @@ pub const SECTIONS: &[Section] = &[
         f("engine.stage3_max_live_parameters", "ZeRO-3 max live parameters", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_max_live_parameters."),
         f("engine.stage3_max_reuse_distance", "ZeRO-3 max reuse distance", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_max_reuse_distance: parameters reused sooner stay gathered (the last layers of forward into backward)."),
         f("engine.stage3_param_persistence_threshold", "ZeRO-3 persistence threshold", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed stage3_param_persistence_threshold: smaller tensors stay unsharded."),
-        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, PARAMS, "DeepSpeed sub_group_size: the step updates one sub-group at a time."),
+        f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed sub_group_size: the step updates one sub-group at a time (whole parameters, each sub-group filled to at least this many elements; 0: one parameter each)."),
         f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, GPUS, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
         f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP2 CPUOffloadPolicy / FSDP1 CPUOffload(offload_params=True)."),
         f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, TRAIN, EngineOption, Some(Bounds { min: 0.0, max: 65536.0, min_open: true, max_open: false }), "DistributedDataParallel bucket_cap_mb."),

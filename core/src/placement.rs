@@ -201,6 +201,8 @@ pub(crate) struct Dim0 {
     pub expert: bool,
     /// The decoder-layer kind it belongs to (`None`: embeddings, final norm, LM head).
     pub layer: Option<FfnKind>,
+    /// An embedding table (first in the model's parameter order).
+    pub embedding: bool,
 }
 
 /// Parameter counts of one GPU of a stage (elements), as the engines shard them.
@@ -313,6 +315,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
                     times,
                     expert: true,
                     layer: sg.layer,
+                    embedding: false,
                 }
             } else {
                 Dim0 {
@@ -322,6 +325,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
                     times,
                     expert: false,
                     layer: sg.layer,
+                    embedding: g.part == Part::Embeddings,
                 }
             }
         }));

@@ -363,6 +363,61 @@ fn zero_offload_cpu_and_nvme() {
     assert_eq!(e.cpu_memory_bytes, 8 * 16 * (P_7B / 8));
 }
 
+#[test]
+fn zero3_sub_groups_hold_whole_parameters() {
+    // Llama-3.1-8B (8 030 261 248 params, every tensor divisible by 8) under ZeRO-3 on 8
+    // GPUs: a partition of 1 003 782 656 elements, more than sub_group_size 1e9. stage3.py
+    // _create_fp16_sub_groups adds whole parameters' partitions until a sub-group holds
+    // 1e9 or more: the embedding (128 256 x 4096 / 8 = 65 667 072) and the 32 layers
+    // (32 x 218 112 000 / 8 = 872 448 000) and the final norm (512) are 938 115 584, so
+    // the LM head (65 667 072) closes the only sub-group: the whole partition, not 1e9.
+    // The step's flattened bf16 gradient and its fp32 copy are 2 + 4 B per element of it
+    let llama8 = |sub_group_size: u64| {
+        est(json!({
+            "model": {"preset": "llama-3.1-8b"},
+            "training": {"seq_len": 1024, "activation_checkpointing": "full"},
+            "engine": {"type": "deepspeed", "zero_stage": 3, "sub_group_size": sub_group_size},
+            "hardware": {"num_gpus": 8}
+        }))
+    };
+    let partition = 1_003_782_656u64;
+    assert_eq!(
+        c(
+            &llama8(1_000_000_000),
+            "optimizer_step",
+            "optimizer_temporaries"
+        ),
+        6 * partition
+    );
+    // sub_group_size 0: every parameter a sub-group of its own, the largest the embedding's
+    // (or the LM head's) partition
+    assert_eq!(
+        c(&llama8(0), "optimizer_step", "optimizer_temporaries"),
+        6 * 65_667_072
+    );
+    // a sub-group size above the partition: one sub-group
+    assert_eq!(
+        c(
+            &llama8(2_000_000_000),
+            "optimizer_step",
+            "optimizer_temporaries"
+        ),
+        6 * partition
+    );
+    // 5e8: the embedding and 15 layers are 474 627 072; layer 15's norms (2 x 512, first in
+    // the inventory's order), q (2 097 152), k and v (524 288 each), o (2 097 152), gate,
+    // up and down (7 340 032 each) bring it to 501 891 072 >= 5e8, which closes the first
+    // sub-group; the second, the rest to the LM head, is the largest: 501 891 584
+    assert_eq!(
+        c(
+            &llama8(500_000_000),
+            "optimizer_step",
+            "optimizer_temporaries"
+        ),
+        6 * (partition - 501_891_072)
+    );
+}
+
 // ---------------------------------------------------------------------------- optimizers
 
 fn single_gpu_1b(training: Value) -> Estimate {

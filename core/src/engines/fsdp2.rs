@@ -402,6 +402,7 @@ mod tests {
             times: 1,
             expert,
             layer: None,
+            embedding: false,
         }
     }
 

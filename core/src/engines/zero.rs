@@ -31,6 +31,29 @@ pub const MAX_STAGE: u8 = 3;
 
 const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (partitioned_param_coordinator.py): modules reused within stage3_max_reuse_distance stay gathered from the end of forward into backward; else the module running plus the prefetch bucket (stage3_prefetch_bucket_size); at most stage3_max_live_parameters but never less than one whole module";
 
+/// ZeRO-3's sub-groups as `_create_fp16_sub_groups` fills them
+/// ([`ZeroOptions::largest_sub_group`]).
+struct SubGroups {
+    /// `sub_group_size`.
+    size: u64,
+    /// Elements of the sub-group being filled.
+    open: u64,
+    /// Elements of the largest closed one.
+    largest: u64,
+}
+
+impl SubGroups {
+    /// Adds a parameter's partition of `x` elements, closing the sub-group when it holds
+    /// `size` or more.
+    fn add(&mut self, x: u64) {
+        self.open += x;
+        if self.open >= self.size {
+            self.largest = self.largest.max(self.open);
+            self.open = 0;
+        }
+    }
+}
+
 impl ZeroOptions {
     /// DeepSpeed's data-parallel traffic (runtime/zero/stage_1_and_2.py, stage3.py): stage 0
     /// all-reduces the gradients at the accumulation boundary; stage 1 reduce-scatters
@@ -90,12 +113,12 @@ impl ZeroOptions {
                 "optimizer offload needs zero_stage 1, 2 or 3",
             );
         }
-        // DeepSpeed's own bounds (runtime/zero/config.py: ge=0) except the sub-group size,
-        // where 0 means one parameter per sub-group, which the step's term does not model
+        // DeepSpeed's own bounds (runtime/zero/config.py: ge=0); a sub-group size of 0
+        // makes every parameter a sub-group of its own
         e.range(
             "engine.sub_group_size",
             self.sub_group_size,
-            1,
+            0,
             limits::MAX_PARAMS,
         );
         for (f, v) in [
@@ -119,6 +142,75 @@ impl ZeroOptions {
         ] {
             e.range(f, v, 0, limits::MAX_PARAMS);
         }
+    }
+
+    /// Elements of the largest ZeRO-3 sub-group of one rank's partition. stage3.py
+    /// `_create_fp16_sub_groups` walks the parameters in `model.parameters()` order (the
+    /// embeddings, the decoder layers in order, the final norm and LM head), adding each
+    /// one's partition (`partition_numel`, `ceil(numel / ranks)`) to the current sub-group
+    /// and closing it once it holds `sub_group_size` elements or more, or at the last
+    /// parameter: a sub-group exceeds `sub_group_size` by up to one parameter's partition,
+    /// and `sub_group_size` 0 makes every parameter a sub-group of its own. The step's
+    /// fp32 gradient copy (`_prepare_fp32_grad_for_sub_group`) and the NVMe swap buffers
+    /// (`largest_numel`) are one sub-group's. Routed experts are one fused tensor per layer
+    /// (transformers 5) partitioned over the expert shard group `edp`; everything else over
+    /// `dp`. A layer that cannot close a sub-group is added whole. A layer's tensors are
+    /// walked in the inventory's order (norms first; transformers registers Llama's norms
+    /// after the MLP), which moves a sub-group's end by at most a norm's partition.
+    fn largest_sub_group(&self, r: &Resolved, p: &RankParams, dp: u64, edp: u64) -> u64 {
+        use crate::model::FfnKind;
+        use crate::placement::Dim0;
+        let a = &r.arch;
+        let size = self.sub_group_size;
+        // one tensor's partition: `count` of them per unit
+        let part =
+            |t: &Dim0| (t.rows * t.row_elems).div_ceil(if t.expert { edp } else { dp }.max(1));
+        let mut sub = SubGroups {
+            size,
+            open: 0,
+            largest: 0,
+        };
+        let walk = |sub: &mut SubGroups, which: &dyn Fn(&Dim0) -> bool| {
+            for t in p.tensors.iter().filter(|t| which(t)) {
+                let x = part(t);
+                for _ in 0..t.count {
+                    sub.add(x);
+                }
+            }
+        };
+        let mut totals = [0u64; 2];
+        for t in &p.tensors {
+            match t.layer {
+                Some(FfnKind::Dense) => totals[0] += t.count * part(t),
+                Some(FfnKind::Moe) => totals[1] += t.count * part(t),
+                None => {}
+            }
+        }
+        walk(&mut sub, &|t| t.embedding);
+        let layers = a.num_hidden_layers;
+        let mut i = 0;
+        while i < layers {
+            let kind = a.ffn_kind(i);
+            let total = totals[usize::from(kind == FfnKind::Moe)];
+            // whole layers (of this kind: every remaining one without MoE) that leave the
+            // sub-group open are added at once
+            let run = if a.moe.is_none() { layers - i } else { 1 };
+            let fit = size
+                .saturating_sub(sub.open + 1)
+                .checked_div(total)
+                .unwrap_or(run)
+                .min(run);
+            if fit > 0 {
+                sub.open += fit * total;
+                i += fit;
+            } else {
+                walk(&mut sub, &|t| t.layer == Some(kind));
+                i += 1;
+            }
+        }
+        walk(&mut sub, &|t| t.layer.is_none() && !t.embedding);
+        // the last parameter closes the last sub-group
+        sub.largest.max(sub.open)
     }
 
     /// Parameter elements ZeRO-3 holds gathered at once. From the second step on, the
@@ -201,7 +293,10 @@ impl ZeroOptions {
                 n(params, "params")
             };
             let upcast = if stage == 3 && partition.bytes() > self.sub_group_size {
-                Expr::min([partition, n(self.sub_group_size, "sub_group_size")])
+                n(
+                    self.largest_sub_group(r, p, dp, edp),
+                    "elements of the largest sub-group",
+                )
             } else {
                 partition
             };
@@ -431,12 +526,19 @@ impl ZeroOptions {
         }
         let partition = p.total().div_ceil(l.shard_group());
         let opt_buffers = if nvme_opt {
-            n(4, "buffers")
-                * bytes(4)
-                * Expr::min([
+            // one sub-group (`largest_numel`), or the whole partition when it is smaller
+            let elements = if stage == 3 && partition > self.sub_group_size {
+                n(
+                    self.largest_sub_group(r, p, l.shard_group(), l.expert_shard_group()),
+                    "elements of the largest sub-group",
+                )
+            } else {
+                Expr::min([
                     n(partition, "partition params"),
                     n(self.sub_group_size, "sub_group_size"),
                 ])
+            };
+            n(4, "buffers") * bytes(4) * elements
         } else {
             Expr::zero()
         };

@@ -182,12 +182,6 @@ impl StageLayers {
         }
     }
 
-    /// The layers of stage `s` of `pp`.
-    pub fn of_stage(&self, s: u64, pp: u64) -> u64 {
-        let (start, end) = self.range(s, pp);
-        end - start
-    }
-
     /// The first of the middle stages that hold `middle + 1` layers, if any (with the
     /// most in-flight micro-batches of them in training).
     pub fn first_heavier_middle(&self, pp: u64) -> Option<u64> {

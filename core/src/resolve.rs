@@ -1402,7 +1402,10 @@ mod tests {
         for (counts, split) in cases {
             assert_eq!(as_stage_layers(counts), Some(split), "{counts:?}");
             let pp = counts.len() as u64;
-            let back: Vec<u64> = (0..pp).map(|s| split.of_stage(s, pp)).collect();
+            let back: Vec<u64> = (0..pp)
+                .map(|s| split.range(s, pp))
+                .map(|(a, b)| b - a)
+                .collect();
             assert_eq!(back, counts);
             assert_eq!(split.range(pp - 1, pp).1, counts.iter().sum::<u64>());
         }

@@ -32,7 +32,7 @@ pub const MAX_STAGE: u8 = 3;
 const GATHER_SOURCE: &str = "DeepSpeed ZeRO-3 (partitioned_param_coordinator.py): modules reused within stage3_max_reuse_distance stay gathered from the end of forward into backward; else the module running plus the prefetch bucket (stage3_prefetch_bucket_size); at most stage3_max_live_parameters but never less than one whole module";
 
 /// ZeRO-3's sub-groups as `_create_fp16_sub_groups` fills them
-/// ([`ZeroOptions::largest_sub_group`]).
+/// ([`ZeroOptions::packed_sub_group`]).
 struct SubGroups {
     /// `sub_group_size`.
     size: u64,
@@ -157,7 +157,14 @@ impl ZeroOptions {
     /// `dp`. A layer that cannot close a sub-group is added whole. A layer's tensors are
     /// walked in the inventory's order (norms first; transformers registers Llama's norms
     /// after the MLP), which moves a sub-group's end by at most a norm's partition.
-    fn largest_sub_group(&self, r: &Resolved, p: &RankParams, dp: u64, edp: u64) -> u64 {
+    ///
+    /// `None` where the partition (`ceil(params / dp)`) is one sub-group: below stage 3, or
+    /// not above `sub_group_size` (`_create_fp16_sub_groups` returns the whole group).
+    fn packed_sub_group(&self, r: &Resolved, p: &RankParams) -> Option<u64> {
+        let (dp, edp) = (r.layout.shard_group(), r.layout.expert_shard_group());
+        if self.zero_stage < 3 || p.total().div_ceil(dp.max(1)) <= self.sub_group_size {
+            return None;
+        }
         use crate::model::FfnKind;
         use crate::placement::Dim0;
         let a = &r.arch;
@@ -210,7 +217,7 @@ impl ZeroOptions {
         }
         walk(&mut sub, &|t| t.layer.is_none() && !t.embedding);
         // the last parameter closes the last sub-group
-        sub.largest.max(sub.open)
+        Some(sub.largest.max(sub.open))
     }
 
     /// Parameter elements ZeRO-3 holds gathered at once. From the second step on, the
@@ -292,13 +299,9 @@ impl ZeroOptions {
             } else {
                 n(params, "params")
             };
-            let upcast = if stage == 3 && partition.bytes() > self.sub_group_size {
-                n(
-                    self.largest_sub_group(r, p, dp, edp),
-                    "elements of the largest sub-group",
-                )
-            } else {
-                partition
+            let upcast = match self.packed_sub_group(r, p) {
+                Some(e) => n(e, "elements of the largest sub-group"),
+                None => partition,
             };
             let flat = if stage >= 1 {
                 bytes(b.grad) * upcast.clone()
@@ -527,16 +530,12 @@ impl ZeroOptions {
         let partition = p.total().div_ceil(l.shard_group());
         let opt_buffers = if nvme_opt {
             // one sub-group (`largest_numel`), or the whole partition when it is smaller
-            let elements = if stage == 3 && partition > self.sub_group_size {
-                n(
-                    self.largest_sub_group(r, p, l.shard_group(), l.expert_shard_group()),
-                    "elements of the largest sub-group",
-                )
-            } else {
-                Expr::min([
+            let elements = match self.packed_sub_group(r, p) {
+                Some(e) => n(e, "elements of the largest sub-group"),
+                None => Expr::min([
                     n(partition, "partition params"),
                     n(self.sub_group_size, "sub_group_size"),
-                ])
+                ]),
             };
             n(4, "buffers") * bytes(4) * elements
         } else {

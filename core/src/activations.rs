@@ -75,9 +75,40 @@ pub struct Saved {
 /// The capacity a layer's list of saved tensors is allocated with.
 const SAVED_CAPACITY: usize = 32;
 
-fn push(v: &mut Vec<Saved>, name: &'static str, bytes: u64) {
+/// Where a layer's saved tensors are recorded: their sum, and where the names are wanted
+/// (the public `*_saved` lists) the list. The estimate reads only sums, so it allocates
+/// no list.
+struct Saves {
+    total: u64,
+    list: Option<Vec<Saved>>,
+}
+
+impl Saves {
+    /// The sum only.
+    fn sum() -> Saves {
+        Saves {
+            total: 0,
+            list: None,
+        }
+    }
+    /// The sum and the list.
+    fn list() -> Saves {
+        Saves {
+            total: 0,
+            list: Some(Vec::with_capacity(SAVED_CAPACITY)),
+        }
+    }
+    fn into_list(self) -> Vec<Saved> {
+        self.list.unwrap_or_default()
+    }
+}
+
+fn push(v: &mut Saves, name: &'static str, bytes: u64) {
     if bytes > 0 {
-        v.push(Saved { name, bytes });
+        v.total += bytes;
+        if let Some(list) = &mut v.list {
+            list.push(Saved { name, bytes });
+        }
     }
 }
 
@@ -124,7 +155,7 @@ impl ActCtx<'_> {
 }
 
 /// Tensors a normalization layer keeps for backward (per layer norm), input included.
-fn norm_saved(c: &ActCtx, v: &mut Vec<Saved>, name: &'static str, elems: u64) {
+fn norm_saved(c: &ActCtx, v: &mut Saves, name: &'static str, elems: u64) {
     match c.code {
         ModelCode::Megatron => push(v, name, elems * c.act / c.sp_div()),
         // With sequence parallelism (torchtitan: `SequenceParallel` on the norms) each norm
@@ -243,7 +274,7 @@ impl AttnShapes {
 }
 
 /// Attention block of one layer (excluding its input norm).
-fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+fn attention_saved(c: &ActCtx, v: &mut Saves) {
     match c.code {
         ModelCode::Megatron => megatron_attention_saved(c, v),
         ModelCode::Transformers => hf_attention_saved(c, v),
@@ -251,7 +282,7 @@ fn attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 }
 
 /// Megatron's attention: Korthikanti Table 2.
-fn megatron_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+fn megatron_attention_saved(c: &ActCtx, v: &mut Saves) {
     let a = c.arch;
     let AttnShapes {
         t,
@@ -310,7 +341,7 @@ fn megatron_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 /// V as attention keeps it: a view of the projection's output; with a fused qkv
 /// projection that view keeps the whole output alive (rotary makes q and k new tensors
 /// beside it). `qk_elems` and `v_elems` are the q + k and v elements of this GPU.
-fn value_saved(c: &ActCtx, v: &mut Vec<Saved>, qk_elems: u64, v_elems: u64) {
+fn value_saved(c: &ActCtx, v: &mut Saves, qk_elems: u64, v_elems: u64) {
     if c.arch.fused_qkv && c.arch.learned_position_embeddings == 0 {
         push(v, "qkv_output", (qk_elems + v_elems) * c.act);
     } else {
@@ -319,7 +350,7 @@ fn value_saved(c: &ActCtx, v: &mut Vec<Saved>, qk_elems: u64, v_elems: u64) {
 }
 
 /// transformers attention modules (LlamaAttention with sdpa/eager/flash).
-fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+fn hf_attention_saved(c: &ActCtx, v: &mut Saves) {
     let a = c.arch;
     let AttnShapes {
         t,
@@ -336,12 +367,9 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
         eager,
     } = AttnShapes::of(c);
     let (qn, kn, vn, qkvn, on) = a.attention_names();
-    let names: Vec<&str> = if a.fused_qkv {
-        vec![qkvn]
-    } else {
-        vec![qn, kn, vn]
-    };
-    push(v, "qkv_input", linear_inputs(c, &names, t, h));
+    let (fused, split) = ([qkvn], [qn, kn, vn]);
+    let names: &[&str] = if a.fused_qkv { &fused } else { &split };
+    push(v, "qkv_input", linear_inputs(c, names, t, h));
     if let Some(m) = &a.mla {
         // DeepseekV3Attention: q_a_layernorm / kv_a_layernorm inputs and outputs,
         // kv_b_proj input.
@@ -421,20 +449,13 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 }
 
 /// MLP of intermediate size `inter` over `t` tokens (excluding its input norm).
-fn mlp_saved(c: &ActCtx, v: &mut Vec<Saved>, t: u64, inter: u64, input_shared: bool) {
+fn mlp_saved(c: &ActCtx, v: &mut Saves, t: u64, inter: u64, input_shared: bool) {
     mlp_saved_split(c, v, t, inter, input_shared, c.tp)
 }
 
 /// [`mlp_saved`] with the intermediate size split over `split` ranks (routed experts:
 /// the expert tensor-parallel ranks).
-fn mlp_saved_split(
-    c: &ActCtx,
-    v: &mut Vec<Saved>,
-    t: u64,
-    inter: u64,
-    input_shared: bool,
-    split: u64,
-) {
+fn mlp_saved_split(c: &ActCtx, v: &mut Saves, t: u64, inter: u64, input_shared: bool, split: u64) {
     let a = c.arch;
     let h = a.hidden_size;
     let i = inter.div_ceil(split.max(1));
@@ -495,7 +516,7 @@ fn mlp_saved_split(
 }
 
 /// MoE block: router, the tokens x top-k routed through the experts held here, shared experts.
-fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
+fn moe_saved(c: &ActCtx, v: &mut Saves) {
     let a = c.arch;
     let Some(m) = &a.moe else { return };
     let t = c.tokens();
@@ -559,29 +580,38 @@ fn moe_saved(c: &ActCtx, v: &mut Vec<Saved>) {
 /// Tensors one decoder layer keeps for backward when nothing is recomputed (selective
 /// recompute drops the attention-score terms).
 pub fn layer_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
-    // room for every tensor a layer saves (the most: a MoE layer's ~20), so it is allocated
-    // once per call
-    let mut v = Vec::with_capacity(SAVED_CAPACITY);
+    let mut v = Saves::list();
+    layer_saved_into(c, kind, &mut v);
+    v.into_list()
+}
+
+/// The bytes of [`layer_saved`] (no list built).
+pub fn layer_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
+    let mut v = Saves::sum();
+    layer_saved_into(c, kind, &mut v);
+    v.total
+}
+
+fn layer_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
     let t = c.tokens();
     let h = c.arch.hidden_size;
     let norms = c.arch.norms_per_layer;
     // input norm (and for Gemma-2/3 the extra post-norms, which keep the same tensors)
-    norm_saved(c, &mut v, "input_norm", t * h);
-    attention_saved(c, &mut v);
+    norm_saved(c, v, "input_norm", t * h);
+    attention_saved(c, v);
     if norms >= 2 {
-        norm_saved(c, &mut v, "post_attention_norm", t * h);
+        norm_saved(c, v, "post_attention_norm", t * h);
     }
     if norms >= 4 {
-        norm_saved(c, &mut v, "pre_feedforward_norm", t * h);
-        norm_saved(c, &mut v, "post_feedforward_norm", t * h);
+        norm_saved(c, v, "pre_feedforward_norm", t * h);
+        norm_saved(c, v, "post_feedforward_norm", t * h);
     }
     // A parallel block (Phi-2, Falcon-7B) feeds the MLP from the same norm output.
     let shared = c.arch.parallel_attention && norms == 1;
     match kind {
-        FfnKind::Moe => moe_saved(c, &mut v),
-        FfnKind::Dense => mlp_saved(c, &mut v, t, c.arch.intermediate_size, shared),
+        FfnKind::Moe => moe_saved(c, v),
+        FfnKind::Dense => mlp_saved(c, v, t, c.arch.intermediate_size, shared),
     }
-    v
 }
 
 /// A layer's input as a checkpoint saves it: `b x s x h` in the residual dtype (divided
@@ -617,8 +647,20 @@ pub fn layer_input_bytes(c: &ActCtx) -> u64 {
 /// inductor's decompositions and partitioner): Llama-3.2-1B in bf16 keeps 75 912 B per
 /// token per layer (eager: 108 680).
 pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
+    let mut v = Saves::list();
+    compiled_saved_into(c, kind, &mut v);
+    v.into_list()
+}
+
+/// The bytes of [`compiled_saved`] (no list built).
+pub fn compiled_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
+    let mut v = Saves::sum();
+    compiled_saved_into(c, kind, &mut v);
+    v.total
+}
+
+fn compiled_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
     let a = c.arch;
-    let mut v = Vec::with_capacity(SAVED_CAPACITY);
     let t = c.tokens();
     let h = a.hidden_size;
     let AttnShapes {
@@ -630,51 +672,50 @@ pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
         o_elems,
         ..
     } = AttnShapes::of(c);
-    push(&mut v, "layer_input", layer_input_bytes(c));
+    push(v, "layer_input", layer_input_bytes(c));
     let per_token = match a.norm {
         NormKind::RmsNorm => 4,
         NormKind::LayerNorm => 8,
     };
     let qk_stats = if a.qk_norm { (heads + kv) * 4 } else { 0 };
     push(
-        &mut v,
+        v,
         "norm_statistics",
         t * (a.norms_per_layer * per_token + qk_stats),
     );
-    push(&mut v, "qkv_input", t * h * c.linear_input);
+    push(v, "qkv_input", t * h * c.linear_input);
     if a.qk_norm {
-        push(&mut v, "qk_norm_inputs", (q_elems + k_elems) * c.act);
+        push(v, "qk_norm_inputs", (q_elems + k_elems) * c.act);
     }
-    push(&mut v, "q_k", (q_elems + k_elems) * c.act);
-    value_saved(c, &mut v, q_elems + k_elems, v_elems);
-    push(&mut v, "attention_output", o_elems * c.act);
-    push(&mut v, "attention_lse", c.b * heads * c.s * 4);
+    push(v, "q_k", (q_elems + k_elems) * c.act);
+    value_saved(c, v, q_elems + k_elems, v_elems);
+    push(v, "attention_output", o_elems * c.act);
+    push(v, "attention_lse", c.b * heads * c.s * 4);
     if a.rotary_concatenates() {
-        push(&mut v, "o_proj_input", o_elems * c.linear_input);
+        push(v, "o_proj_input", o_elems * c.linear_input);
     }
     let parallel = a.parallel_attention;
     if !parallel {
-        push(&mut v, "o_proj_output", t * h * c.act);
+        push(v, "o_proj_output", t * h * c.act);
     }
     if !(parallel && a.norms_per_layer == 1) {
-        push(&mut v, "mlp_input", t * h * c.linear_input);
+        push(v, "mlp_input", t * h * c.linear_input);
     }
     if kind == FfnKind::Dense {
         let i = a.intermediate_size.div_ceil(c.tp);
         match a.mlp {
-            MlpKind::Gated => push(&mut v, "gated_mlp", t * i * (2 * c.act + c.linear_input)),
-            MlpKind::Standard => push(&mut v, "mlp", t * i * (c.act + c.linear_input)),
+            MlpKind::Gated => push(v, "gated_mlp", t * i * (2 * c.act + c.linear_input)),
+            MlpKind::Standard => push(v, "mlp", t * i * (c.act + c.linear_input)),
         }
     }
     if a.norms_per_layer >= 4 {
-        push(&mut v, "down_proj_output", t * h * c.act);
+        push(v, "down_proj_output", t * h * c.act);
     }
     push(
-        &mut v,
+        v,
         "dropout_masks",
         2 * c.dropout_mask(a.hidden_dropout, t * h),
     );
-    v
 }
 
 /// Bytes one layer keeps under the configured recomputation.
@@ -687,11 +728,9 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
     let input = || layer_input_bytes(c);
     match c.recompute {
         Recompute::Full => input(),
-        Recompute::SelectiveOp => {
-            input() + op_sac_saved(c, kind).iter().map(|s| s.bytes).sum::<u64>()
-        }
-        _ if c.compiled => compiled_saved(c, kind).iter().map(|s| s.bytes).sum(),
-        _ => layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
+        Recompute::SelectiveOp => input() + op_sac_saved_bytes(c, kind),
+        _ if c.compiled => compiled_saved_bytes(c, kind),
+        _ => layer_saved_bytes(c, kind),
     }
 }
 
@@ -705,10 +744,22 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
 /// `bmm`s: nothing of it is kept. Measured: Llama-3.2-1B keeps q, v, gate and down outputs
 /// and the SDPA output + logsumexp, 29 824 B per token per layer.
 pub fn op_sac_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
+    let mut v = Saves::list();
+    op_sac_saved_into(c, kind, &mut v);
+    v.into_list()
+}
+
+/// The bytes of [`op_sac_saved`] (no list built).
+pub fn op_sac_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
+    let mut v = Saves::sum();
+    op_sac_saved_into(c, kind, &mut v);
+    v.total
+}
+
+fn op_sac_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
     use crate::model::{Part, Shape, TpSplit};
     let a = c.arch;
     let t = c.tokens();
-    let mut v = Vec::with_capacity(SAVED_CAPACITY);
     let mut mms = 0u64;
     let mut outputs = 0u64;
     for g in a.layer_groups(kind) {
@@ -736,13 +787,12 @@ pub fn op_sac_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
         };
         outputs += t * out * elem;
     }
-    push(&mut v, "saved_mm_outputs", outputs);
+    push(v, "saved_mm_outputs", outputs);
     if c.attention != Attention::Eager {
         let AttnShapes { heads, o_elems, .. } = AttnShapes::of(c);
-        push(&mut v, "attention_output", o_elems * c.act);
-        push(&mut v, "attention_lse", c.b * heads * c.s * 4);
+        push(v, "attention_output", o_elems * c.act);
+        push(v, "attention_lse", c.b * heads * c.s * 4);
     }
-    v
 }
 
 /// What one sliding-window layer keeps beyond [`layer_bytes`] when SDPA gets an explicit
@@ -848,19 +898,14 @@ pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         // a compiled checkpointed layer recomputes its compiled saved set; its input is
         // the checkpoint's, held already
         Recompute::Full if c.compiled => n(
-            compiled_saved(c, kind)
-                .iter()
-                .filter(|s| s.name != "layer_input")
-                .map(|s| s.bytes)
-                .sum(),
+            compiled_saved_bytes(c, kind) - layer_input_bytes(c),
             "B recomputed activations",
         ),
         // per-op selective checkpointing recomputes what it did not save; the saved outputs
         // of this layer are still alive until its backward ends: the whole set, as full
-        Recompute::Full | Recompute::SelectiveOp => n(
-            layer_saved(c, kind).iter().map(|s| s.bytes).sum(),
-            "B recomputed activations",
-        ),
+        Recompute::Full | Recompute::SelectiveOp => {
+            n(layer_saved_bytes(c, kind), "B recomputed activations")
+        }
         Recompute::Selective if c.attention == Attention::Eager => {
             n(c.score_elems(), "recomputed attention scores") * bytes(4 + c.act)
         }

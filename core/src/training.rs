@@ -358,19 +358,22 @@ struct ActivationResult {
 }
 
 fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
-    // sized for every push below: two layer kinds, MTP, mask, rotary, embedding, head
-    let mut parts = Vec::with_capacity(8);
-    let (mut transients, mut forward, mut saved) = (
-        Vec::with_capacity(3),
-        Vec::with_capacity(3),
-        Vec::with_capacity(2),
-    );
+    // the stage's saved activations per micro-batch: a sum built term by term (`+` flattens
+    // into one sum, as `Expr::sum` of the list would); the per-layer-kind maxima from
+    // fixed slots (dense, MoE, MTP), so that nothing is allocated
+    let mut per = Expr::zero();
+    let mut transients: [Option<Expr>; 3] = Default::default();
+    let mut forward: [Option<Expr>; 3] = Default::default();
+    let mut saved: [Option<Expr>; 2] = Default::default();
     let offload = r.config.training.activation_offloading;
-    let mut host = Vec::new();
-    for (kind, count, label) in [
+    let mut host = Expr::zero();
+    for (i, (kind, count, label)) in [
         (FfnKind::Dense, st.dense_layers, "dense layers"),
         (FfnKind::Moe, st.moe_layers, "MoE layers"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         if count == 0 {
             continue;
         }
@@ -379,18 +382,18 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             // save_on_cpu packs the checkpoint's input to host memory; backward unpacks one
             // layer's input to the GPU at a time, for its recomputation
             let input = activations::layer_input_bytes(c);
-            parts.push(n(count, label) * n(one - input, "B per layer on the GPU"));
-            host.push(n(count, label) * n(input, "B of layer input"));
-            transients.push(
+            per = per + n(count, label) * n(one - input, "B per layer on the GPU");
+            host = host + n(count, label) * n(input, "B of layer input");
+            transients[i] = Some(
                 activations::backward_transient(c, kind) + n(input, "B of the unpacked input"),
             );
         } else {
-            parts.push(n(count, label) * n(one, "B per layer"));
-            transients.push(activations::backward_transient(c, kind));
+            per = per + n(count, label) * n(one, "B per layer");
+            transients[i] = Some(activations::backward_transient(c, kind));
         }
-        forward.push(activations::forward_transient(c, kind));
+        forward[i] = Some(activations::forward_transient(c, kind));
         if !c.recompute.checkpoints_layers() {
-            saved.push(n(one, "B saved by one layer"));
+            saved[i] = Some(n(one, "B saved by one layer"));
         }
     }
     if st.mtp_layers > 0 {
@@ -401,22 +404,20 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
         let sp = if c.sp { c.tp } else { 1 };
         let extra = c.b * c.s * r.arch.hidden_size * c.act * 3 / sp
             + c.b * c.s * 2 * r.arch.hidden_size * c.linear_input / sp;
-        parts.push(
-            n(st.mtp_layers, "MTP modules")
+        per = per
+            + n(st.mtp_layers, "MTP modules")
                 * (n(activations::layer_bytes(c, kind), "B per layer")
                     + n(extra, "B of MTP norms and projection input"))
-                .label(""),
-        );
-        transients.push(activations::backward_transient(c, kind));
-        forward.push(activations::forward_transient(c, kind));
+                .label("");
+        transients[2] = Some(activations::backward_transient(c, kind));
+        forward[2] = Some(activations::forward_transient(c, kind));
     }
     let mask = activations::sliding_mask_bytes(c);
     if mask > 0 {
         let (_, sliding) = r.layout.stage_layer_kinds(&r.arch, st.index);
-        parts.push(
-            n(sliding, "sliding-window layers")
-                * n(mask, "B of SDPA mask and repeated K V per layer"),
-        );
+        per = per
+            + n(sliding, "sliding-window layers")
+                * n(mask, "B of SDPA mask and repeated K V per layer");
     }
     let tokens = || n(c.b * c.s, "tokens");
     let h = r.arch.hidden_size;
@@ -429,16 +430,15 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             .mla
             .as_ref()
             .map_or(r.arch.head_dim, |m| m.qk_rope_head_dim);
-        parts.push(
-            n(2, "rotary tables") * tokens() * n(rotary_dim, "rotary dims") * bytes(c.residual),
-        );
+        per = per
+            + n(2, "rotary tables") * tokens() * n(rotary_dim, "rotary dims") * bytes(c.residual);
     }
     let sp = n(if c.sp { c.tp } else { 1 }, "sequence-parallel ranks");
     if st.has_embedding {
         // input ids (int64) and the embedding dropout mask (Megatron theoretical_memory_usage.py)
-        parts.push(bytes(8) * n(c.b * c.s, "input ids"));
+        per = per + bytes(8) * n(c.b * c.s, "input ids");
         if r.arch.hidden_dropout > 0.0 {
-            parts.push((tokens() * n(h, "hidden")).div_floor(sp.clone()));
+            per = per + (tokens() * n(h, "hidden")).div_floor(sp.clone());
         }
     }
     if st.has_head {
@@ -464,9 +464,8 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
                 norm + tokens() * n(h, "hidden") * bytes(c.linear_input)
             }
         };
-        parts.push(head);
+        per = per + head;
     }
-    let per = Expr::sum(parts);
     let (num, den) = st.inflight;
     let total = if num == den {
         per.clone()
@@ -501,11 +500,11 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             total,
             "tensors saved for backward per layer: Korthikanti et al. 2022 Table 2 (Megatron), transformers module internals (core/src/activations.rs layer_saved); in-flight micro-batches: Narayanan et al. 2021 Sec. 2.2",
         ),
-        transient: activations::max_bytes(transients),
-        forward_transient: activations::max_bytes(forward),
-        layer_saved: activations::max_bytes(saved),
+        transient: activations::max_bytes(transients.into_iter().flatten()),
+        forward_transient: activations::max_bytes(forward.into_iter().flatten()),
+        layer_saved: activations::max_bytes(saved.into_iter().flatten()),
         offloaded: Term::new(
-            Expr::sum(host),
+            host,
             "torch.autograd.graph.save_on_cpu (transformers activation_checkpointing_enable(offload=True), torchtune activation offloading): each checkpointed layer's input in pinned host memory",
         ),
     }

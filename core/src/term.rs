@@ -248,6 +248,24 @@ impl Value {
             Kind::Float(f) => Value::float(self.to_f64() / f),
         }
     }
+    /// `ceil(self / d)` (or `floor`) of two whole numbers that fit 64 bits, `d > 0`: the
+    /// value [`Value::div`] then [`Value::ceil`] / [`Value::floor`] give, by one 64-bit
+    /// division instead of a reduced fraction (no gcd); `None` otherwise.
+    #[inline]
+    fn whole_div(self, d: Value, ceil: bool) -> Option<Value> {
+        let (n, d) = self.small_ints(d)?;
+        if d <= 0 {
+            return None;
+        }
+        // both fit 64 bits (`small_ints`), `d > 0`: floor division cannot overflow
+        let (n, d) = (n as i64, d as i64);
+        let (q, r) = (n.div_euclid(d), n.rem_euclid(d));
+        Some(Value::int(i128::from(if ceil && r != 0 {
+            q + 1
+        } else {
+            q
+        })))
+    }
     fn floor(self) -> Value {
         match self.kind() {
             Kind::Exact(n, d) => Value::int(div_euclid(n, d)),
@@ -523,10 +541,20 @@ impl Expr {
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
     pub fn div_ceil(self, d: Expr) -> Expr {
+        if is_numeric()
+            && let Some(q) = self.value.whole_div(d.value, true)
+        {
+            return Expr::elided(q);
+        }
         self.over(d).rounded(Value::ceil, Node::Ceil)
     }
     /// `floor(self / d)` (integer division); written like [`Expr::div_ceil`].
     pub fn div_floor(self, d: Expr) -> Expr {
+        if is_numeric()
+            && let Some(q) = self.value.whole_div(d.value, false)
+        {
+            return Expr::elided(q);
+        }
         self.over(d).rounded(Value::floor, Node::Floor)
     }
     /// The quotient `self` rounded (nothing written when it is whole; a division by 1 is

@@ -500,9 +500,9 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             total,
             "tensors saved for backward per layer: Korthikanti et al. 2022 Table 2 (Megatron), transformers module internals (core/src/activations.rs layer_saved); in-flight micro-batches: Narayanan et al. 2021 Sec. 2.2",
         ),
-        transient: activations::max_bytes(transients.into_iter().flatten()),
-        forward_transient: activations::max_bytes(forward.into_iter().flatten()),
-        layer_saved: activations::max_bytes(saved.into_iter().flatten()),
+        transient: activations::max_bytes(transients.iter_mut().filter_map(Option::take)),
+        forward_transient: activations::max_bytes(forward.iter_mut().filter_map(Option::take)),
+        layer_saved: activations::max_bytes(saved.iter_mut().filter_map(Option::take)),
         offloaded: Term::new(
             host,
             "torch.autograd.graph.save_on_cpu (transformers activation_checkpointing_enable(offload=True), torchtune activation offloading): each checkpointed layer's input in pinned host memory",

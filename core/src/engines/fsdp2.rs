@@ -350,7 +350,7 @@ impl FsdpOptions {
                 super::TORCH_STEP_SOURCE,
             );
         }
-        s.gather_moments = Some(self.moments(r, p, param, reduce));
+        s.gather_moments = Some(Box::new(self.moments(r, p, param, reduce)));
         s.unsharded_accumulation = self.no_sync(r);
         if let Some(w) = expert_padding_warning(r, p, eg, b) {
             s.warnings.push(w);

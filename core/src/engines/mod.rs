@@ -58,7 +58,7 @@ pub(crate) struct States {
     /// Unsharded gradients of the unit being reduce-scattered (FSDP), during backward.
     pub gathered_grads: Term,
     /// Per-moment gathered memory (FSDP2), replacing `gathered` and `gathered_grads`.
-    pub gather_moments: Option<GatherMoments>,
+    pub gather_moments: Option<Box<GatherMoments>>,
     pub comm: Term,
     /// The gradients at the optimizer step when they differ from `gradients` (DeepSpeed
     /// ZeRO-1 keeps whole gradients through backward, its partition for the step).

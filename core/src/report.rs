@@ -406,6 +406,22 @@ impl Phase {
         }
         self
     }
+    /// Sets component `c` to the sum of `terms` (as `set(c, t0.clone() + t1.clone() + ..)`);
+    /// where terms are not kept (numeric mode) only their bytes are added, and nothing is
+    /// cloned. The terms are whole bytes, so the sum of their bytes is the sum's bytes
+    /// (`core/tests/numeric.rs` checks both paths to the byte).
+    pub fn put_sum<const N: usize>(&mut self, c: Component, terms: [&Term; N]) -> &mut Phase {
+        if self.terms.is_none() {
+            self.bytes[c.index()] = saturating_sum(terms.iter().map(|t| t.bytes()));
+            return self;
+        }
+        let mut it = terms.into_iter();
+        let Some(first) = it.next() else {
+            return self.set(c, Term::zero());
+        };
+        let sum = it.fold(first.clone(), |a, t| a + t.clone());
+        self.set(c, sum)
+    }
     /// Bytes of component `c`.
     pub fn get(&self, c: Component) -> u64 {
         self.bytes[c.index()]

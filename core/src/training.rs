@@ -811,23 +811,28 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         s.gradients.clone()
     };
     let mut best: Option<Phase> = None;
+    let none = Term::zero();
     for (act_total, acc_on) in scenarios.into_iter().flatten() {
-        // the gathered memory of each moment: per-moment for FSDP2, else the same throughout
-        let gathered_at = |m: Moment| -> Term {
-            match (&s.gather_moments, m) {
-                (Some(g), Moment::Loss) => g.backward_start.clone() + accumulated_if(g, acc_on),
-                (Some(g), Moment::Regather) => {
-                    g.regather.clone().unwrap_or_else(Term::zero) + accumulated_if(g, acc_on)
-                }
-                (None, Moment::Regather) => Term::zero(),
-                (Some(g), Moment::LastLayer) => {
-                    g.layer_backward.clone() + accumulated_if(g, acc_on)
-                }
-                (Some(g), Moment::End | Moment::Epilogue) => {
-                    g.backward_end.clone() + g.accumulated.clone()
-                }
-                (None, _) => s.gathered.clone() + s.gathered_grads.clone(),
+        // the gathered memory of each moment (the sum of two terms): per-moment for FSDP2,
+        // else the same throughout
+        let gathered_parts = |m: Moment| -> [&Term; 2] {
+            let Some(g) = s.gather_moments.as_deref() else {
+                return match m {
+                    Moment::Regather => [&none, &none],
+                    _ => [&s.gathered, &s.gathered_grads],
+                };
+            };
+            let acc = if acc_on { &g.accumulated } else { &none };
+            match m {
+                Moment::Loss => [&g.backward_start, acc],
+                Moment::Regather => [g.regather.as_ref().unwrap_or(&none), acc],
+                Moment::LastLayer => [&g.layer_backward, acc],
+                Moment::End | Moment::Epilogue => [&g.backward_end, &g.accumulated],
             }
+        };
+        let gathered_bytes = |m: Moment| -> u64 {
+            let [a, b] = gathered_parts(m);
+            a.bytes().saturating_add(b.bytes())
         };
         let moments = [
             (
@@ -849,7 +854,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     + autocast_backward.bytes()
                     + grads_fwd.bytes()
                     + loss.backward.bytes()
-                    + gathered_at(Moment::Loss).bytes(),
+                    + gathered_bytes(Moment::Loss),
             ),
             (
                 Moment::LastLayer,
@@ -859,7 +864,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     + loss.kept.bytes()
                     + act.transient.bytes()
                     + s.backward_buffers.bytes()
-                    + gathered_at(Moment::LastLayer).bytes(),
+                    + gathered_bytes(Moment::LastLayer),
             ),
             (
                 Moment::End,
@@ -869,7 +874,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     + act.transient.bytes()
                     + act.layer_saved.bytes()
                     + s.backward_buffers.bytes()
-                    + gathered_at(Moment::End).bytes(),
+                    + gathered_bytes(Moment::End),
             ),
             (
                 Moment::Epilogue,
@@ -880,7 +885,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                         + loss.kept.bytes()
                         + s.backward_buffers.bytes()
                         + s.end_of_backward.bytes()
-                        + gathered_at(Moment::Epilogue).bytes()
+                        + gathered_bytes(Moment::Epilogue)
                 },
             ),
         ];
@@ -918,7 +923,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     );
             }
             Moment::End => {
-                bwd.set(Component::Gradients, end_grads.clone() + tied_extra.clone())
+                bwd.put_sum(Component::Gradients, [&end_grads, &tied_extra])
                     .put(Component::Logits, &loss.kept)
                     .set(
                         Component::BackwardTemporaries,
@@ -933,19 +938,20 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     .put(Component::Logits, &loss.kept);
             }
         }
-        bwd.set(Component::GatheredParameters, gathered_at(moment))
-            .set(
+        bwd.put_sum(Component::GatheredParameters, gathered_parts(moment));
+        match moment {
+            // the buckets are allocated by the first gradient's hook
+            Moment::Loss | Moment::Regather => bwd.put(Component::CommunicationBuffers, &s.comm),
+            Moment::LastLayer | Moment::End => bwd.put_sum(
                 Component::CommunicationBuffers,
-                match moment {
-                    // the buckets are allocated by the first gradient's hook
-                    Moment::Loss | Moment::Regather => s.comm.clone(),
-                    Moment::LastLayer | Moment::End => s.comm.clone() + s.backward_buffers.clone(),
-                    Moment::Epilogue => {
-                        s.comm.clone() + s.backward_buffers.clone() + s.end_of_backward.clone()
-                    }
-                },
-            )
-            .put(Component::DequantizationBuffers, &dequant);
+                [&s.comm, &s.backward_buffers],
+            ),
+            Moment::Epilogue => bwd.put_sum(
+                Component::CommunicationBuffers,
+                [&s.comm, &s.backward_buffers, &s.end_of_backward],
+            ),
+        }
+        .put(Component::DequantizationBuffers, &dequant);
         if best
             .as_ref()
             .is_none_or(|b| bwd.allocated() > b.allocated())

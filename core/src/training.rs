@@ -683,11 +683,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     let keep_grads = (r.config.training.gradient_accumulation_steps > 1
         && !s.unsharded_accumulation)
         || s.grads_persistent;
-    let grads_fwd = if keep_grads {
-        s.gradients.clone()
-    } else {
-        Term::zero()
-    };
+    // an absent term, lent where a moment has none
+    let none = Term::zero();
+    let grads_fwd = if keep_grads { &s.gradients } else { &none };
     let common = |ph: &mut Phase| {
         ph.put(Component::Weights, &s.weights)
             .put(Component::MasterWeights, &s.master)
@@ -703,12 +701,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // the forwards and the first backward's start see none, only the end of backward
     let (inflight, per_mb) = st.inflight;
     let forwards_first = inflight >= r.config.training.gradient_accumulation_steps * per_mb;
-    let accumulated_if = |g: &crate::engines::GatherMoments, alive: bool| -> Term {
-        if alive {
-            g.accumulated.clone()
-        } else {
-            Term::zero()
-        }
+    let accumulated_fwd = match s.gather_moments.as_deref() {
+        Some(g) if !forwards_first => &g.accumulated,
+        _ => &none,
     };
     let mut fwd = Phase::new(PhaseName::Forward);
     common(&mut fwd);
@@ -723,24 +718,24 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     } else {
         fwd.put(Component::Logits, &loss.forward);
     }
-    fwd.put(Component::Gradients, &grads_fwd)
-        .put(Component::Activations, &act.total)
-        .set(
+    fwd.put(Component::Gradients, grads_fwd)
+        .put(Component::Activations, &act.total);
+    match s.gather_moments.as_deref() {
+        Some(g) => fwd.put_sum(
             Component::GatheredParameters,
-            match &s.gather_moments {
-                Some(g) => g.forward_end.clone() + accumulated_if(g, !forwards_first),
-                None => s.gathered.clone(),
-            },
-        )
-        .set(Component::AutocastWeightCopies, autocast)
-        .put(Component::DequantizationBuffers, &dequant);
-    if let Some(g) = &s.gather_moments {
+            [&g.forward_end, accumulated_fwd],
+        ),
+        None => fwd.put(Component::GatheredParameters, &s.gathered),
+    }
+    .set(Component::AutocastWeightCopies, autocast)
+    .put(Component::DequantizationBuffers, &dequant);
+    if let Some(g) = s.gather_moments.as_deref() {
         // the first layer's all-gather, before any activation is kept
         let mut start = Phase::new(PhaseName::Forward);
         common(&mut start);
-        start.put(Component::Gradients, &grads_fwd).set(
+        start.put(Component::Gradients, grads_fwd).put_sum(
             Component::GatheredParameters,
-            g.forward_start.clone() + accumulated_if(g, !forwards_first),
+            [&g.forward_start, accumulated_fwd],
         );
         if start.allocated() > fwd.allocated() {
             fwd = start;
@@ -771,15 +766,17 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // the gradients alive at the last layer's backward: those kept across micro-batches,
     // else the output layer's (never more than all of them); an engine with per-moment
     // gathered memory counts the output layer's unsharded gradient there
+    let head_or_all;
     let grads_last_layer = if keep_grads {
-        s.gradients.clone()
+        &s.gradients
     } else if s.gather_moments.is_some() {
-        Term::zero()
+        &none
     } else {
-        Term::new(
+        head_or_all = Term::new(
             Expr::min([head_grad.expr.clone(), s.gradients.expr.clone()]),
             head_grad.source.clone(),
-        )
+        );
+        &head_or_all
     };
     let transient_source = "core/src/activations.rs backward_transient: one layer's gradient intermediates (and under full recomputation its recomputed activations)";
     // the scenarios of backward: every in-flight micro-batch's activations with the
@@ -792,11 +789,11 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         .is_some_and(|g| !g.accumulated.is_zero());
     let scenarios = if forwards_first && accumulates {
         [
-            Some((act.total.clone(), false)),
-            Some((act.after_first_backward.clone(), true)),
+            Some((&act.total, false)),
+            Some((&act.after_first_backward, true)),
         ]
     } else {
-        [Some((act.total.clone(), true)), None]
+        [Some((&act.total, true)), None]
     };
     let tied_extra = if s.gather_moments.is_some() {
         Term::zero()
@@ -806,12 +803,11 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // accumulated unsharded (pipeline micro-batches without gradient sync): no sharded
     // gradient exists until the final reduce-scatter frees the unsharded ones
     let end_grads = if s.unsharded_accumulation {
-        Term::zero()
+        &none
     } else {
-        s.gradients.clone()
+        &s.gradients
     };
     let mut best: Option<Phase> = None;
-    let none = Term::zero();
     for (act_total, acc_on) in scenarios.into_iter().flatten() {
         // the gathered memory of each moment (the sum of two terms): per-moment for FSDP2,
         // else the same throughout
@@ -898,21 +894,21 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         common(&mut bwd);
         match moment {
             Moment::Regather => {
-                bwd.put(Component::Gradients, &grads_fwd)
+                bwd.put(Component::Gradients, grads_fwd)
                     .put(Component::Logits, &loss.kept)
-                    .put(Component::Activations, &act_total)
+                    .put(Component::Activations, act_total)
                     .put(Component::AutocastWeightCopies, &autocast_backward);
             }
             Moment::Loss => {
-                bwd.put(Component::Gradients, &grads_fwd)
+                bwd.put(Component::Gradients, grads_fwd)
                     .put(Component::Logits, &loss.backward)
-                    .put(Component::Activations, &act_total)
+                    .put(Component::Activations, act_total)
                     .put(Component::AutocastWeightCopies, &autocast_backward);
             }
             Moment::LastLayer => {
-                bwd.put(Component::Gradients, &grads_last_layer)
+                bwd.put(Component::Gradients, grads_last_layer)
                     .put(Component::Logits, &loss.kept)
-                    .put(Component::Activations, &act_total)
+                    .put(Component::Activations, act_total)
                     .put(Component::AutocastWeightCopies, &autocast_backward)
                     .set(
                         Component::BackwardTemporaries,
@@ -923,7 +919,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     );
             }
             Moment::End => {
-                bwd.put_sum(Component::Gradients, [&end_grads, &tied_extra])
+                bwd.put_sum(Component::Gradients, [end_grads, &tied_extra])
                     .put(Component::Logits, &loss.kept)
                     .set(
                         Component::BackwardTemporaries,
@@ -963,11 +959,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
 
     let mut step = Phase::new(PhaseName::OptimizerStep);
     common(&mut step);
-    step.set(
+    step.put(
         Component::Gradients,
-        s.step_gradients
-            .clone()
-            .unwrap_or_else(|| s.gradients.clone()),
+        s.step_gradients.as_ref().unwrap_or(&s.gradients),
     )
     .put(Component::OptimizerTemporaries, &s.step_temporaries);
 

@@ -269,7 +269,45 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         // routed experts split over the expert tensor-parallel ranks (Megatron-Core MoE
         // parallel folding), everything else over the tensor-parallel ranks
         let shapes = g.rank_shapes(if is_expert { etp } else { tp });
-        let one: u64 = shapes.iter().map(|(r, c)| r * c).sum();
+        let count = if is_expert {
+            &mut p.opt_expert
+        } else {
+            &mut p.opt_dense
+        };
+        // one pass over the group's tensors (a weight and a bias at most): its elements,
+        // those under the persistence threshold, optimizer-state counts, dim-0 shapes
+        let (mut one, mut small) = (0, 0);
+        for &(rows, cols) in shapes.iter() {
+            let elems = rows * cols;
+            one += elems;
+            if elems < persistence {
+                small += elems;
+            }
+            count.add(layout, rows, cols, copies * times);
+            p.tensors.push(if is_expert {
+                // one fused [local experts, rows, cols] tensor per layer
+                Dim0 {
+                    rows: copies,
+                    row_elems: elems,
+                    count: 1,
+                    times,
+                    expert: true,
+                    layer: sg.layer,
+                    embedding: false,
+                }
+            } else {
+                Dim0 {
+                    rows,
+                    row_elems: cols,
+                    count: copies,
+                    times,
+                    expert: false,
+                    layer: sg.layer,
+                    embedding: g.part == Part::Embeddings,
+                }
+            });
+        }
+        p.small += small * copies * times;
         let n = one * copies;
         if is_expert {
             p.expert += n * times;
@@ -291,44 +329,6 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         // transformers 5 stores each MoE block's experts as one module
         let module = if is_expert { n } else { one };
         p.largest_module = p.largest_module.max(module);
-        let small: u64 = shapes
-            .iter()
-            .map(|(r, c)| r * c)
-            .filter(|n| *n < persistence)
-            .sum();
-        p.small += small * copies * times;
-        let count = if is_expert {
-            &mut p.opt_expert
-        } else {
-            &mut p.opt_dense
-        };
-        for (rows, cols) in shapes.iter() {
-            count.add(layout, *rows, *cols, copies * times);
-        }
-        p.tensors.extend(shapes.iter().map(|&(rows, cols)| {
-            if is_expert {
-                // one fused [local experts, rows, cols] tensor per layer
-                Dim0 {
-                    rows: copies,
-                    row_elems: rows * cols,
-                    count: 1,
-                    times,
-                    expert: true,
-                    layer: sg.layer,
-                    embedding: false,
-                }
-            } else {
-                Dim0 {
-                    rows,
-                    row_elems: cols,
-                    count: copies,
-                    times,
-                    expert: false,
-                    layer: sg.layer,
-                    embedding: g.part == Part::Embeddings,
-                }
-            }
-        }));
         match sg.layer {
             Some(FfnKind::Dense) => layer_totals[0] += n,
             Some(FfnKind::Moe) => layer_totals[1] += n,

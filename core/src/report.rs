@@ -428,7 +428,10 @@ impl Phase {
     }
     /// Sum of the components ([`saturating_sum`]).
     pub fn allocated(&self) -> u64 {
-        saturating_sum(self.bytes.iter().copied())
+        // as `saturating_sum`: 15 components cannot overflow 128 bits, so one wide sum
+        // clamped once (no branch per component)
+        let wide: u128 = self.bytes.iter().map(|&b| u128::from(b)).sum();
+        u64::try_from(wide).unwrap_or(u64::MAX)
     }
     fn estimate(&self) -> PhaseEstimate {
         let components: IndexMap<String, u64> = Component::ALL

@@ -367,7 +367,10 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
     let gib = |b: i64| b as f64 / GIB as f64;
     let (weights_bytes, act_bytes, budget_bytes) =
         (weights.bytes(), peak_act.bytes(), budget.bytes());
-    let message = if kv_value <= 0 {
+    // the message is report text: a numeric estimate (`term::numeric`) builds none
+    let message = if crate::term::is_numeric() {
+        String::new()
+    } else if kv_value <= 0 {
         format!(
             "No available memory for the cache blocks: weights {:.2} GiB and activations {:.2} GiB exceed the {:.2} GiB budget. Try increasing gpu_memory_utilization or tensor parallelism.",
             gib(weights_bytes as i64),

@@ -216,7 +216,10 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
     let gib = |b: i64| b as f64 / GIB as f64;
     let (weights_bytes, act_bytes, budget_bytes) =
         (weights.bytes(), prefill.bytes(), budget.bytes());
-    let message = if kv_value <= 0 {
+    // the message is report text: a numeric estimate (`term::numeric`) builds none
+    let message = if crate::term::is_numeric() {
+        String::new()
+    } else if kv_value <= 0 {
         format!(
             "Not enough memory: weights {:.2} GiB{} exceed the static budget {:.2} GiB (mem_fraction_static {fraction}). Increase mem_fraction_static or tensor parallelism.",
             gib(shared.map_or(weights_bytes, |w| w.weights.bytes()) as i64),

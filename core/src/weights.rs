@@ -36,23 +36,25 @@ fn matrix_parts(
     group: u64,
     zero_point: bool,
     double_quant: bool,
-) -> Vec<Part> {
+) -> MatrixParts {
     let numel = rows * cols;
     let packed4: Part = (None, numel.div_ceil(2), "B of packed int4 weights");
+    let mut v = MatrixParts::default();
     match format {
-        WeightFormat::Fp32 => vec![(Some(4), numel, "params")],
-        WeightFormat::Bf16 | WeightFormat::Fp16 => vec![(Some(2), numel, "params")],
-        WeightFormat::Fp8 => vec![
-            (Some(1), numel, "fp8 params"),
-            (Some(4), rows, "per-channel scales"),
-        ],
-        WeightFormat::Int8 => vec![
-            (Some(1), numel, "int8 params"),
-            (Some(4), rows, "row scales"),
-        ],
+        WeightFormat::Fp32 => v.push((Some(4), numel, "params")),
+        WeightFormat::Bf16 | WeightFormat::Fp16 => v.push((Some(2), numel, "params")),
+        WeightFormat::Fp8 => {
+            v.push((Some(1), numel, "fp8 params"));
+            v.push((Some(4), rows, "per-channel scales"));
+        }
+        WeightFormat::Int8 => {
+            v.push((Some(1), numel, "int8 params"));
+            v.push((Some(4), rows, "row scales"));
+        }
         WeightFormat::Int4 | WeightFormat::Awq => {
             let groups = cols.div_ceil(group.max(1));
-            let mut v = vec![packed4, (Some(2), groups * rows, "group scales")];
+            v.push(packed4);
+            v.push((Some(2), groups * rows, "group scales"));
             if zero_point {
                 v.push((
                     None,
@@ -63,24 +65,45 @@ fn matrix_parts(
             if format == WeightFormat::Int4 {
                 v.push((Some(4), cols, "g_idx entries"));
             }
-            v
         }
         WeightFormat::Nf4 => {
             let blocks = numel.div_ceil(64);
-            let mut v = vec![packed4];
+            v.push(packed4);
             if double_quant {
-                v.extend([
-                    (None, blocks, "B of int8 absmax"),
-                    (Some(4), blocks.div_ceil(256), "second-level absmax"),
-                    (Some(4), 256 + 1, "code table entries and offset"),
-                ]);
+                v.push((None, blocks, "B of int8 absmax"));
+                v.push((Some(4), blocks.div_ceil(256), "second-level absmax"));
+                v.push((Some(4), 256 + 1, "code table entries and offset"));
             } else {
                 v.push((Some(4), blocks, "absmax blocks"));
             }
             v.push((Some(4), 16, "NF4 code entries"));
-            v
         }
-        WeightFormat::Mxfp4 => vec![packed4, (None, numel.div_ceil(32), "B of E8M0 scales")],
+        WeightFormat::Mxfp4 => {
+            v.push(packed4);
+            v.push((None, numel.div_ceil(32), "B of E8M0 scales"));
+        }
+    }
+    v
+}
+
+/// The parts of one matrix in its storage format, in order: at most five (NF4 with double
+/// quantization), held inline (the estimate lists them for every linear layer it places).
+#[derive(Default)]
+struct MatrixParts {
+    parts: [Option<Part>; 5],
+    len: usize,
+}
+
+impl MatrixParts {
+    fn push(&mut self, p: Part) {
+        debug_assert!(self.len < self.parts.len(), "more than five parts");
+        if let Some(slot) = self.parts.get_mut(self.len) {
+            *slot = Some(p);
+            self.len += 1;
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = &Part> {
+        self.parts.iter().flatten()
     }
 }
 
@@ -122,10 +145,12 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let unq = unquantized_bytes(s.format);
-    let mut parts: Vec<Part> = Vec::new();
+    // the distinct (unit, label) parts of a format, and the unquantized elements
+    let mut parts: Vec<Part> = Vec::with_capacity(8);
     let mut add = |(unit, count, label): Part, times: u64| match parts
         .iter_mut()
-        .find(|p| p.2 == label && p.0 == unit)
+        // labels are string constants: the same pointer first, the text only if not
+        .find(|p| p.0 == unit && (std::ptr::eq(p.2, label) || p.2 == label))
     {
         Some(p) => p.1 += count * times,
         None => parts.push((unit, count * times, label)),
@@ -141,7 +166,9 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
         let shapes = g.rank_shapes(tp);
         if g.is_quantized() && (!s.experts_only || g.part == crate::model::Part::Experts) {
             let (rows, cols) = shapes[0];
-            for p in matrix_parts(s.format, rows, cols, s.group, s.zero_point, s.double_quant) {
+            for &p in
+                matrix_parts(s.format, rows, cols, s.group, s.zero_point, s.double_quant).iter()
+            {
                 add(p, times);
             }
             let bias: u64 = shapes[1..].iter().map(|(r, c)| r * c).sum();

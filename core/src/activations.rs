@@ -98,8 +98,17 @@ impl Saves {
             list: Some(Vec::with_capacity(SAVED_CAPACITY)),
         }
     }
-    fn into_list(self) -> Vec<Saved> {
-        self.list.unwrap_or_default()
+    /// The list `record` writes for one layer of `kind` (the public `*_saved` functions).
+    fn listed(c: &ActCtx, kind: FfnKind, record: fn(&ActCtx, FfnKind, &mut Saves)) -> Vec<Saved> {
+        let mut v = Saves::list();
+        record(c, kind, &mut v);
+        v.list.unwrap_or_default()
+    }
+    /// The bytes `record` writes for one layer of `kind`, no list built (the estimate's).
+    fn summed(c: &ActCtx, kind: FfnKind, record: fn(&ActCtx, FfnKind, &mut Saves)) -> u64 {
+        let mut v = Saves::sum();
+        record(c, kind, &mut v);
+        v.total
     }
 }
 
@@ -580,16 +589,12 @@ fn moe_saved(c: &ActCtx, v: &mut Saves) {
 /// Tensors one decoder layer keeps for backward when nothing is recomputed (selective
 /// recompute drops the attention-score terms).
 pub fn layer_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
-    let mut v = Saves::list();
-    layer_saved_into(c, kind, &mut v);
-    v.into_list()
+    Saves::listed(c, kind, layer_saved_into)
 }
 
 /// The bytes of [`layer_saved`] (no list built).
 pub fn layer_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
-    let mut v = Saves::sum();
-    layer_saved_into(c, kind, &mut v);
-    v.total
+    Saves::summed(c, kind, layer_saved_into)
 }
 
 fn layer_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
@@ -647,16 +652,12 @@ pub fn layer_input_bytes(c: &ActCtx) -> u64 {
 /// inductor's decompositions and partitioner): Llama-3.2-1B in bf16 keeps 75 912 B per
 /// token per layer (eager: 108 680).
 pub fn compiled_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
-    let mut v = Saves::list();
-    compiled_saved_into(c, kind, &mut v);
-    v.into_list()
+    Saves::listed(c, kind, compiled_saved_into)
 }
 
 /// The bytes of [`compiled_saved`] (no list built).
 pub fn compiled_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
-    let mut v = Saves::sum();
-    compiled_saved_into(c, kind, &mut v);
-    v.total
+    Saves::summed(c, kind, compiled_saved_into)
 }
 
 fn compiled_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
@@ -744,16 +745,12 @@ pub fn layer_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
 /// `bmm`s: nothing of it is kept. Measured: Llama-3.2-1B keeps q, v, gate and down outputs
 /// and the SDPA output + logsumexp, 29 824 B per token per layer.
 pub fn op_sac_saved(c: &ActCtx, kind: FfnKind) -> Vec<Saved> {
-    let mut v = Saves::list();
-    op_sac_saved_into(c, kind, &mut v);
-    v.into_list()
+    Saves::listed(c, kind, op_sac_saved_into)
 }
 
 /// The bytes of [`op_sac_saved`] (no list built).
 pub fn op_sac_saved_bytes(c: &ActCtx, kind: FfnKind) -> u64 {
-    let mut v = Saves::sum();
-    op_sac_saved_into(c, kind, &mut v);
-    v.total
+    Saves::summed(c, kind, op_sac_saved_into)
 }
 
 fn op_sac_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {

@@ -60,6 +60,9 @@ pub struct ActCtx<'a> {
     /// LoRA fine-tuning: frozen base layers keep no inputs; targeted ones keep an adapter
     /// copy of theirs.
     pub lora: Option<&'a crate::config::Lora>,
+    /// `lora`'s targets worked out for the model ([`crate::problem::Resolved::lora_targets`]);
+    /// when absent they are worked out where asked.
+    pub lora_targets: Option<&'a crate::lora::Targets>,
     /// Each decoder layer runs under `torch.compile` (`training.compile`): it keeps
     /// [`compiled_saved`] instead of [`layer_saved`].
     pub compiled: bool,
@@ -212,7 +215,10 @@ fn shared_linear_input(c: &ActCtx, elems: u64, n: u64) -> u64 {
 /// gradient w.r.t. the input needs only the weight).
 fn lora_input(c: &ActCtx, name: &str, tokens: u64, in_dim: u64) -> Option<u64> {
     let lo = c.lora?;
-    let targeted = crate::lora::name_targeted(c.arch, name, lo);
+    let targeted = match c.lora_targets {
+        Some(t) => t.module(name),
+        None => crate::lora::name_targeted(c.arch, name, lo),
+    };
     if !targeted {
         return Some(0);
     }
@@ -574,7 +580,10 @@ fn moe_saved(c: &ActCtx, v: &mut Saves) {
     // without expert adapters): it keeps no input
     let frozen_experts = c.lora.is_some_and(|lo| {
         let (_, _, _, down) = a.mlp_names();
-        !crate::lora::name_targeted(a, &format!("experts.{down}"), lo)
+        !match c.lora_targets {
+            Some(t) => t.module_at("experts.", down),
+            None => crate::lora::name_targeted(a, &format!("experts.{down}"), lo),
+        }
     });
     if !frozen_experts {
         push(v, "expert_inputs", routed * h * e.linear_input);
@@ -984,6 +993,7 @@ mod tests {
             autocast: false,
             fp16: false,
             lora: None,
+            lora_targets: None,
             compiled: false,
         }
     }

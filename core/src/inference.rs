@@ -259,7 +259,11 @@ pub(crate) struct InferStage<'a> {
 
 impl InferStage<'_> {
     /// The stage's outcome with these phases.
-    pub fn outcome(&self, phases: Vec<Phase>, serving: Option<ServingEstimate>) -> StageOutcome {
+    pub fn outcome(
+        &self,
+        phases: crate::report::Phases,
+        serving: Option<ServingEstimate>,
+    ) -> StageOutcome {
         StageOutcome {
             warnings: Vec::new(),
             stage: self.st.index,
@@ -286,16 +290,22 @@ pub(crate) fn estimate_stages(
 ) -> crate::report::Assembly<'_> {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
-    let mut warnings = r.warnings.clone();
-    let mut outcomes = Vec::new();
+    // report text: a numeric estimate (`term::numeric`) builds none
+    let numeric = crate::term::is_numeric();
+    let mut warnings = if numeric {
+        Vec::new()
+    } else {
+        r.warnings.clone()
+    };
+    let mut outcomes = crate::report::Outcomes::new();
     for st in stages(r) {
         let o = per_stage(&infer_stage(r, &st, &inf));
-        if let Some(s) = o.serving.as_ref().filter(|s| !s.fits) {
+        if let Some(s) = o.serving.as_ref().filter(|s| !s.fits && !numeric) {
             warnings.push(s.message.clone());
         }
         outcomes.push(o);
     }
-    if inf.context_len > r.arch.max_position_embeddings {
+    if inf.context_len > r.arch.max_position_embeddings && !numeric {
         warnings.push(format!(
             "inference.context_len ({}) exceeds the model's max_position_embeddings ({})",
             inf.context_len, r.arch.max_position_embeddings
@@ -474,5 +484,5 @@ fn generate(s: &InferStage) -> StageOutcome {
             Term::new(decode_ws, workspace_source),
         )
         .set(Component::Logits, Term::new(logits_decode, logits_source));
-    s.outcome(vec![prefill, decode], None)
+    s.outcome(smallvec::smallvec![prefill, decode], None)
 }

@@ -17,17 +17,22 @@
 //!   shared-expert MLPs) are then no longer module targets.
 
 use crate::config::{Lora, TargetModules};
-use crate::model::{ModelArch, ParamGroup, Part, Shape};
+use crate::model::{Inventory, ModelArch, ParamGroup, Part, Shape};
+use std::borrow::Cow;
 
-/// `true` if module `name` is targeted by `target` (PEFT suffix match).
+/// `true` if module `name` is targeted by `target` (PEFT suffix match: `name` is `target`
+/// or ends with `.` + `target`).
 pub fn matches(name: &str, target: &str) -> bool {
-    name == target || name.ends_with(&format!(".{target}"))
+    name == target
+        || name
+            .strip_suffix(target)
+            .is_some_and(|head| head.ends_with('.'))
 }
 
 /// Linear modules of the decoder layers, by name (what `target_modules` may name).
 pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for g in &present_groups(a) {
+    for g in present_groups(&a.inventory()) {
         if matches!(g.shape, Shape::Linear { .. }) {
             let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
             for n in [g.name.to_string(), leaf] {
@@ -42,16 +47,18 @@ pub fn linear_module_names(a: &ModelArch) -> Vec<String> {
 
 /// The parameter groups of the decoder layers the model has (a model without dense layers,
 /// gpt-oss or Mixtral, has no dense MLP modules to target).
-fn present_groups(a: &ModelArch) -> Vec<ParamGroup> {
-    let inv = a.inventory();
-    let mut g = Vec::new();
-    if inv.num_dense_layers > 0 {
-        g.extend(inv.dense_layer.iter().cloned());
-    }
-    if inv.num_moe_layers > 0 {
-        g.extend(inv.moe_layer.iter().cloned());
-    }
-    g
+fn present_groups(inv: &Inventory) -> impl Iterator<Item = &ParamGroup> {
+    let dense = if inv.num_dense_layers > 0 {
+        &inv.dense_layer[..]
+    } else {
+        &[]
+    };
+    let moe = if inv.num_moe_layers > 0 {
+        &inv.moe_layer[..]
+    } else {
+        &[]
+    };
+    dense.iter().chain(moe)
 }
 
 /// `true` for the groups that are `nn.Linear` modules in transformers 5: not the fused
@@ -72,13 +79,18 @@ fn converted_names(a: &ModelArch) -> Option<[&'static str; 4]> {
     Some(["gate", gate, up, down])
 }
 
-/// `lora`'s targets on a model as PEFT resolves them, worked out once: the target names
-/// (`"all-linear"` becomes the leaf names of every `nn.Linear`, and in a converted family the
-/// v4 expert and router names), and the family's v4 names.
+/// `lora`'s targets on a model as PEFT resolves them, worked out once per problem
+/// ([`crate::problem::Resolved::lora_targets`]): the target names (`"all-linear"` becomes the
+/// leaf names of every `nn.Linear`, and in a converted family the v4 expert and router
+/// names), the family's v4 names, and which of the decoder layers' modules get an adapter.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Targets {
     names: Vec<String>,
     converted: Option<[&'static str; 4]>,
     rank: u64,
+    /// Every decoder-layer module the model has (as named in the inventory) and whether it
+    /// gets an adapter.
+    modules: Vec<(Cow<'static, str>, bool)>,
 }
 
 /// PEFT's default `target_modules` when a `LoraConfig` names none:
@@ -116,14 +128,20 @@ pub fn effective_targets(a: &ModelArch, lora: &Lora) -> Option<TargetModules> {
 }
 
 impl Targets {
+    /// The targets of `lora` on `a` (its inventory built here).
     pub fn new(a: &ModelArch, lora: &Lora) -> Targets {
+        Targets::with_inventory(a, &a.inventory(), lora)
+    }
+
+    /// The targets of `lora` on `a`, whose inventory is `inv`.
+    pub fn with_inventory(a: &ModelArch, inv: &Inventory, lora: &Lora) -> Targets {
         let converted = converted_names(a);
         let names = match effective_targets(a, lora) {
             None => Vec::new(),
             Some(TargetModules::List(t)) => t,
             Some(TargetModules::All(_)) => {
                 let mut names: Vec<String> = Vec::new();
-                for g in present_groups(a).iter().filter(|g| is_linear_module(g)) {
+                for g in present_groups(inv).filter(|g| is_linear_module(g)) {
                     let leaf = g.name.rsplit('.').next().unwrap_or(&g.name).to_string();
                     if !names.contains(&leaf) {
                         names.push(leaf);
@@ -137,11 +155,47 @@ impl Targets {
                 names
             }
         };
-        Targets {
+        let mut t = Targets {
             names,
             converted,
             rank: lora.rank,
+            modules: Vec::new(),
+        };
+        t.modules = present_groups(inv)
+            .map(|g| (g.name.clone(), t.params(g, 1) > 0))
+            .collect();
+        t
+    }
+
+    /// `true` if the decoder-layer module called `name` (as in the parameter inventory:
+    /// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter; a name
+    /// outside the inventory is matched against the targets as PEFT matches modules.
+    pub fn module(&self, name: &str) -> bool {
+        match self.modules.iter().find(|(n, _)| n == name) {
+            Some(&(_, targeted)) => targeted,
+            None => self.names.iter().any(|x| matches(name, x)),
         }
+    }
+
+    /// [`Targets::module`] of the module `prefix` + `leaf` (`"experts."`, `"down_proj"`),
+    /// without building the name when the inventory has it.
+    pub fn module_at(&self, prefix: &str, leaf: &str) -> bool {
+        match self
+            .modules
+            .iter()
+            .find(|(n, _)| n.strip_prefix(prefix) == Some(leaf))
+        {
+            Some(&(_, targeted)) => targeted,
+            None => self.module(&format!("{prefix}{leaf}")),
+        }
+    }
+
+    /// Trainable adapter parameters of the whole model whose inventory is `inv`.
+    pub fn total_params(&self, inv: &Inventory) -> u64 {
+        let layer = |groups: &[ParamGroup]| -> u64 {
+            groups.iter().map(|g| self.params(g, 1) * g.copies).sum()
+        };
+        layer(&inv.dense_layer) * inv.num_dense_layers + layer(&inv.moe_layer) * inv.num_moe_layers
     }
 
     /// `true` if a target names `old` (PEFT suffix matching).
@@ -217,11 +271,7 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
 /// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter under `lora`;
 /// a name outside the inventory is matched against the targets as PEFT matches modules.
 pub fn name_targeted(a: &ModelArch, name: &str, lora: &Lora) -> bool {
-    let t = Targets::new(a, lora);
-    match present_groups(a).iter().find(|g| g.name == name) {
-        Some(g) => t.params(g, 1) > 0,
-        None => t.names.iter().any(|x| matches(name, x)),
-    }
+    Targets::new(a, lora).module(name)
 }
 
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
@@ -250,10 +300,7 @@ pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
 /// Trainable adapter parameters of the whole model.
 pub fn total_adapter_params(a: &ModelArch, lora: &Lora) -> u64 {
     let inv = a.inventory();
-    let t = Targets::new(a, lora);
-    let layer =
-        |groups: &[ParamGroup]| -> u64 { groups.iter().map(|g| t.params(g, 1) * g.copies).sum() };
-    layer(&inv.dense_layer) * inv.num_dense_layers + layer(&inv.moe_layer) * inv.num_moe_layers
+    Targets::with_inventory(a, &inv, lora).total_params(&inv)
 }
 
 #[cfg(test)]
@@ -266,5 +313,8 @@ mod tests {
         assert!(matches("experts.gate_proj", "gate_proj"));
         assert!(!matches("experts.gate_proj", "gate"));
         assert!(!matches("gate_up_proj", "up_proj"));
+        assert!(!matches("up_proj", "gate_up_proj"));
+        assert!(matches("model.layers.0.mlp.up_proj", "mlp.up_proj"));
+        assert!(!matches("", "q_proj"));
     }
 }

@@ -30,12 +30,15 @@ impl Stage {
     }
 }
 
+/// The candidate stages of [`stages`], four at most, held inline.
+pub(crate) type Stages = smallvec::SmallVec<[Stage; 4]>;
+
 /// The candidate most loaded stages: the first (embedding, most in-flight micro-batches),
 /// the second (the middle stage with the most in-flight micro-batches), the first of the
 /// middle stages that hold one layer more (a serving runtime's split,
 /// [`crate::problem::StageLayers::heavier_middles`]) and the last (final norm, LM head,
 /// loss).
-pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
+pub(crate) fn stages(r: &Resolved) -> Stages {
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
     let ga = r.config.training.gradient_accumulation_steps;
@@ -43,7 +46,7 @@ pub(crate) fn stages(r: &Resolved) -> Vec<Stage> {
     // fewer), in order
     let heavier = l.stage_layers.first_heavier_middle(pp);
     let candidates = [Some(0), Some(1.min(pp - 1)), heavier, Some(pp - 1)];
-    let mut out = Vec::with_capacity(4);
+    let mut out = Stages::new();
     for s in candidates.into_iter().flatten() {
         if out.last().is_some_and(|st: &Stage| st.index == s) {
             continue;

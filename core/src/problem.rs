@@ -242,6 +242,9 @@ pub struct Resolved {
     pub params: ParamCounts,
     /// `arch.inventory()`, built once per problem (every stage of every estimate reads it).
     pub inventory: crate::model::Inventory,
+    /// `training.lora`'s targets on the model ([`crate::lora::Targets`]), worked out once per
+    /// problem; `None` without LoRA.
+    pub lora_targets: Option<crate::lora::Targets>,
     pub layout: Layout,
     pub framework: Framework,
     /// The model code: Megatron's (Megatron-LM and Megatron-DeepSpeed) or Hugging Face's;

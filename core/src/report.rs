@@ -460,12 +460,19 @@ pub(crate) fn peak_phase(phases: &[Phase]) -> usize {
         .unwrap_or(0)
 }
 
+/// A stage's phases (three at most: forward, backward, optimizer step; prefill and
+/// decode; vLLM's profile and serving), held inline.
+pub(crate) type Phases = smallvec::SmallVec<[Phase; 3]>;
+
+/// The evaluated candidate stages ([`crate::placement::stages`]: four at most).
+pub(crate) type Outcomes = Vec<StageOutcome>;
+
 /// One pipeline stage evaluated by an estimator.
 pub(crate) struct StageOutcome {
     pub stage: u64,
     pub layers: u64,
     pub params_on_gpu: u64,
-    pub phases: Vec<Phase>,
+    pub phases: Phases,
     /// CPU memory per node (offloaded states, paged optimizer states).
     pub cpu: Term,
     /// NVMe space per node.
@@ -590,7 +597,7 @@ pub struct Peak {
 pub(crate) struct Assembly<'a> {
     r: &'a Resolved,
     mode: Mode,
-    outcomes: Vec<StageOutcome>,
+    outcomes: Outcomes,
     overheads: Overheads,
     trainable_params: u64,
     warnings: Vec<String>,
@@ -600,7 +607,7 @@ pub(crate) struct Assembly<'a> {
 pub(crate) fn assemble(
     r: &Resolved,
     mode: Mode,
-    outcomes: Vec<StageOutcome>,
+    outcomes: Outcomes,
     overheads: Overheads,
     trainable_params: u64,
     warnings: Vec<String>,

@@ -745,9 +745,15 @@ pub(crate) fn resolve_given(
     } else {
         config.engine.model().model_code()
     };
+    let lora_targets = config
+        .training
+        .lora
+        .as_ref()
+        .map(|lo| crate::lora::Targets::with_inventory(&arch, &inventory, lo));
     Ok(Resolved {
         config,
         inventory,
+        lora_targets,
         arch,
         params,
         layout,

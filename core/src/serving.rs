@@ -267,11 +267,10 @@ fn profile(s: &InferStage) -> Profile {
                 .moe
                 .as_ref()
                 .map_or(0, |m| m.shared_expert_intermediate_size);
-            let mut parts = vec![p.attention, dense_mlp(shared, "shared intermediate")];
-            if kind(FfnKind::Dense) {
-                parts.push(dense_mlp(a.intermediate_size, "intermediate"));
-            }
-            p.hidden + crate::activations::max_bytes(parts) + ws.clone()
+            let dense =
+                kind(FfnKind::Dense).then(|| dense_mlp(a.intermediate_size, "intermediate"));
+            let parts = [p.attention, dense_mlp(shared, "shared intermediate")];
+            p.hidden + crate::activations::max_bytes(parts.into_iter().chain(dense)) + ws.clone()
         }
         None => forward_workspace(a, t, t / rows, rows, Attention::Flash, act, fp16, tp),
     };
@@ -435,5 +434,5 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
                 ),
             },
         );
-    s.outcome(vec![profile, serve], Some(serving))
+    s.outcome(smallvec::smallvec![profile, serve], Some(serving))
 }

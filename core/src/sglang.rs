@@ -282,5 +282,5 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
                 ),
             },
         );
-    s.outcome(vec![serve], Some(serving))
+    s.outcome(smallvec::smallvec![serve], Some(serving))
 }

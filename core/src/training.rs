@@ -35,17 +35,66 @@ use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 
 /// Estimates a validated training problem.
 pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
-    let outcomes: Vec<StageOutcome> = stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
+    let outcomes: crate::report::Outcomes =
+        stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
     let t = &r.config.training;
+    let l = &r.layout;
+    // report text: a numeric estimate (`term::numeric`) builds none
+    let warnings = if crate::term::is_numeric() {
+        Vec::new()
+    } else {
+        training_warnings(r, &outcomes)
+    };
+    let communicators = if l.num_gpus > 1 {
+        [
+            l.data_parallel_size,
+            l.tensor_parallel_size,
+            l.pipeline_parallel_size,
+            l.context_parallel_size,
+            l.expert_parallel_size,
+        ]
+        .iter()
+        .filter(|&&g| g > 1)
+        .count() as u64
+    } else {
+        0
+    };
+    let trainable = match &t.lora {
+        Some(lo) => match &r.lora_targets {
+            Some(targets) => targets.total_params(&r.inventory),
+            None => crate::lora::total_adapter_params(&r.arch, lo),
+        },
+        None => r.params.total,
+    };
+    assemble(
+        r,
+        Mode::Training,
+        outcomes,
+        Overheads {
+            communicators,
+            non_torch: None,
+            nccl: None,
+            reserve: true,
+        },
+        trainable,
+        warnings,
+    )
+}
+
+/// The estimate's warnings: the problem's, each stage's engine warnings (once), and the
+/// training set-up's (logits gathered without loss parallelism, GPipe's in-flight
+/// micro-batches, eager attention's scores at long sequences, paged optimizer states).
+fn training_warnings(r: &Resolved, outcomes: &[StageOutcome]) -> Vec<String> {
+    let t = &r.config.training;
+    let l = &r.layout;
     let mut warnings = r.warnings.clone();
-    for o in &outcomes {
+    for o in outcomes {
         for w in &o.warnings {
             if !warnings.contains(w) {
                 warnings.push(w.clone());
             }
         }
     }
-    let l = &r.layout;
     if l.tensor_parallel_size > 1 && !l.loss_parallel && r.model_code == ModelCode::Transformers {
         let logits = t.micro_batch_size * t.seq_len / l.context_parallel_size * r.arch.vocab_size;
         warnings.push(format!(
@@ -70,37 +119,7 @@ pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
     if t.optimizer.info().paged {
         warnings.push("paged optimizer states live in CUDA unified memory (counted under CPU memory here): they use free GPU memory and spill to CPU RAM under pressure, slowing the step".into());
     }
-    let communicators = if l.num_gpus > 1 {
-        [
-            l.data_parallel_size,
-            l.tensor_parallel_size,
-            l.pipeline_parallel_size,
-            l.context_parallel_size,
-            l.expert_parallel_size,
-        ]
-        .iter()
-        .filter(|&&g| g > 1)
-        .count() as u64
-    } else {
-        0
-    };
-    let trainable = match &t.lora {
-        Some(lo) => crate::lora::total_adapter_params(&r.arch, lo),
-        None => r.params.total,
-    };
-    assemble(
-        r,
-        Mode::Training,
-        outcomes,
-        Overheads {
-            communicators,
-            non_torch: None,
-            nccl: None,
-            reserve: true,
-        },
-        trainable,
-        warnings,
-    )
+    warnings
 }
 
 /// The engine's model states with `b` bytes per element, and the optimizer step run inside
@@ -214,7 +233,14 @@ fn lora_states(
     lora: &Lora,
     persistence: u64,
 ) -> (States, Term, RankParams, StateBytes) {
-    let targets = crate::lora::Targets::new(&r.arch, lora);
+    let built;
+    let targets = match &r.lora_targets {
+        Some(t) => t,
+        None => {
+            built = crate::lora::Targets::with_inventory(&r.arch, &r.inventory, lora);
+            &built
+        }
+    };
     let engine = r.config.engine.model();
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
@@ -334,6 +360,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         autocast,
         fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
         lora: r.config.training.lora.as_ref(),
+        lora_targets: r.lora_targets.as_ref(),
         compiled: t.compile,
     }
 }
@@ -970,7 +997,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         stage: st.index,
         layers: st.layers(),
         params_on_gpu: p.total(),
-        phases: vec![fwd, bwd, step],
+        phases: smallvec::smallvec![fwd, bwd, step],
         cpu: s.cpu,
         nvme: s.nvme,
         serving: None,

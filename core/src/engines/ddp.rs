@@ -79,13 +79,15 @@ impl EngineModel for DdpOptions {
                 );
                 s.grads_persistent = true;
             } else {
-                s.warnings.push(format!(
+                if !crate::term::is_numeric() {
+                    s.warnings.push(format!(
                     "DDP's gradient buckets are a second copy of every gradient ({} per GPU): set engine.gradient_as_bucket_view to make the gradients views into them.",
                     crate::units::fmt_gib(b.grad * p.total())
-                ));
+                    ));
+                }
                 s.comm = Term::new(
                     bytes(b.grad) * params(),
-                    format!(
+                    crate::term::source!(
                         "{source}; gradient_as_bucket_view=false: a second copy of the gradients (pytorch/pytorch#41954)"
                     ),
                 );

@@ -476,10 +476,12 @@ impl ZeroOptions {
                 // releasing the module cannot free them: every MoE layer's experts stay
                 // gathered from its forward to its backward (under full recomputation the
                 // checkpointed forward saves nothing)
-                s.warnings.push(format!(
+                if !crate::term::is_numeric() {
+                    s.warnings.push(format!(
                     "DeepSpeed ZeRO-3 keeps every MoE layer's gathered experts from its forward to its backward ({} per GPU): transformers' fused expert tensors are saved by grouped_mm's autograd node, which releasing the module cannot free. Recompute activations (training.activation_checkpointing: full) or use FSDP2.",
                     crate::units::fmt_gib(b.weight * p.expert)
-                ));
+                    ));
+                }
                 s.gathered = s.gathered
                     + Term::new(
                         bytes(b.weight) * n(p.expert, "routed-expert params"),

@@ -57,12 +57,10 @@ pub struct ActCtx<'a> {
     pub autocast: bool,
     /// The half type is fp16 (else bf16 when `act` is 2).
     pub fp16: bool,
-    /// LoRA fine-tuning: frozen base layers keep no inputs; targeted ones keep an adapter
-    /// copy of theirs.
-    pub lora: Option<&'a crate::config::Lora>,
-    /// `lora`'s targets worked out for the model ([`crate::problem::Resolved::lora_targets`]);
-    /// when absent they are worked out where asked.
-    pub lora_targets: Option<&'a crate::lora::Targets>,
+    /// LoRA fine-tuning, with its targets on the model
+    /// ([`crate::problem::Resolved::lora_targets`]): frozen base layers keep no inputs;
+    /// targeted ones keep an adapter copy of theirs.
+    pub lora: Option<(&'a crate::config::Lora, &'a crate::lora::Targets)>,
     /// Each decoder layer runs under `torch.compile` (`training.compile`): it keeps
     /// [`compiled_saved`] instead of [`layer_saved`].
     pub compiled: bool,
@@ -214,12 +212,8 @@ fn shared_linear_input(c: &ActCtx, elems: u64, n: u64) -> u64 {
 /// kept by `lora_B`. `None` without LoRA; `Some(0)` for a frozen, untargeted layer (its
 /// gradient w.r.t. the input needs only the weight).
 fn lora_input(c: &ActCtx, name: &str, tokens: u64, in_dim: u64) -> Option<u64> {
-    let lo = c.lora?;
-    let targeted = match c.lora_targets {
-        Some(t) => t.module(name),
-        None => crate::lora::name_targeted(c.arch, name, lo),
-    };
-    if !targeted {
+    let (lo, targets) = c.lora?;
+    if !targets.module(name) {
         return Some(0);
     }
     let dtype = if c.autocast || !lo.adapters_fp32 {
@@ -578,12 +572,9 @@ fn moe_saved(c: &ActCtx, v: &mut Saves) {
     };
     // a frozen expert's grouped_mm needs only its weight for the input's gradient (LoRA
     // without expert adapters): it keeps no input
-    let frozen_experts = c.lora.is_some_and(|lo| {
+    let frozen_experts = c.lora.is_some_and(|(_, targets)| {
         let (_, _, _, down) = a.mlp_names();
-        !match c.lora_targets {
-            Some(t) => t.module_at("experts.", down),
-            None => crate::lora::name_targeted(a, &format!("experts.{down}"), lo),
-        }
+        !targets.module_at("experts.", down)
     });
     if !frozen_experts {
         push(v, "expert_inputs", routed * h * e.linear_input);
@@ -993,7 +984,6 @@ mod tests {
             autocast: false,
             fp16: false,
             lora: None,
-            lora_targets: None,
             compiled: false,
         }
     }

@@ -128,11 +128,6 @@ pub fn effective_targets(a: &ModelArch, lora: &Lora) -> Option<TargetModules> {
 }
 
 impl Targets {
-    /// The targets of `lora` on `a` (its inventory built here).
-    pub fn new(a: &ModelArch, lora: &Lora) -> Targets {
-        Targets::with_inventory(a, &a.inventory(), lora)
-    }
-
     /// The targets of `lora` on `a`, whose inventory is `inv`.
     pub fn with_inventory(a: &ModelArch, inv: &Inventory, lora: &Lora) -> Targets {
         let converted = converted_names(a);
@@ -267,13 +262,6 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
     })
 }
 
-/// `true` if the decoder-layer module called `name` (as in the parameter inventory:
-/// `q_proj`, `experts.gate_proj`, `shared_experts.down_proj`) gets an adapter under `lora`;
-/// a name outside the inventory is matched against the targets as PEFT matches modules.
-pub fn name_targeted(a: &ModelArch, name: &str, lora: &Lora) -> bool {
-    Targets::new(a, lora).module(name)
-}
-
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
 /// (A and B follow the base layer's split: column-parallel layers split B, row-parallel
 /// layers split A).
@@ -295,12 +283,6 @@ pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
         }
         _ => 0,
     }
-}
-
-/// Trainable adapter parameters of the whole model.
-pub fn total_adapter_params(a: &ModelArch, lora: &Lora) -> u64 {
-    let inv = a.inventory();
-    Targets::with_inventory(a, &inv, lora).total_params(&inv)
 }
 
 #[cfg(test)]

@@ -37,7 +37,6 @@ use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
     let outcomes: crate::report::Outcomes =
         stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
-    let t = &r.config.training;
     let l = &r.layout;
     // report text: a numeric estimate (`term::numeric`) builds none
     let warnings = if crate::term::is_numeric() {
@@ -59,11 +58,8 @@ pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
     } else {
         0
     };
-    let trainable = match &t.lora {
-        Some(lo) => match &r.lora_targets {
-            Some(targets) => targets.total_params(&r.inventory),
-            None => crate::lora::total_adapter_params(&r.arch, lo),
-        },
+    let trainable = match &r.lora_targets {
+        Some(targets) => targets.total_params(&r.inventory),
         None => r.params.total,
     };
     assemble(
@@ -231,16 +227,9 @@ fn lora_states(
     st: &Stage,
     base: &RankParams,
     lora: &Lora,
+    targets: &crate::lora::Targets,
     persistence: u64,
 ) -> (States, Term, RankParams, StateBytes) {
-    let built;
-    let targets = match &r.lora_targets {
-        Some(t) => t,
-        None => {
-            built = crate::lora::Targets::with_inventory(&r.arch, &r.inventory, lora);
-            &built
-        }
-    };
     let engine = r.config.engine.model();
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
@@ -359,8 +348,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         linear_input: b.linear_input,
         autocast,
         fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
-        lora: r.config.training.lora.as_ref(),
-        lora_targets: r.lora_targets.as_ref(),
+        lora: t.lora.as_ref().zip(r.lora_targets.as_ref()),
         compiled: t.compile,
     }
 }
@@ -633,15 +621,16 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     let engine = r.config.engine.model();
     let persistence = engine.persistence_threshold();
     let p = rank_params(r, st, persistence);
-    let lora = r.config.training.lora.as_ref();
+    // LoRA with its targets on the model (resolved with `training.lora`)
+    let lora = r.config.training.lora.as_ref().zip(r.lora_targets.as_ref());
     let (mut s, adapter_weights, (autocast, autocast_backward)) = match lora {
         None => {
             let s = engine_states(engine, r, &p, r.bytes);
             let copies = autocast_copies(r, &p, r.bytes);
             (s, Term::zero(), copies)
         }
-        Some(lo) => {
-            let (s, adapters, pa, ab) = lora_states(r, st, &p, lo, persistence);
+        Some((lo, targets)) => {
+            let (s, adapters, pa, ab) = lora_states(r, st, &p, lo, targets, persistence);
             let copies = autocast_copies(r, &pa, ab);
             (s, adapters, copies)
         }
@@ -660,7 +649,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // QLoRA / quantized bases: bitsandbytes dequantizes each linear weight to 16 bits for its
     // matmul, forward and backward (MatMul4Bit): one layer's worth at a time
     let dequant = match lora {
-        Some(lo)
+        Some((lo, _))
             if !matches!(
                 lora_base_format(r, lo),
                 WeightFormat::Bf16 | WeightFormat::Fp16 | WeightFormat::Fp32

@@ -148,7 +148,8 @@ fn published_throughput_within_the_stated_errors() {
     // that worsens it fails: every case resolves and is within a factor 2.1, the Megatron-LM
     // README's cases within 10 %, the Megatron-LM paper's PTD-P runs (Tables 1 and 2, added
     // after the step-time model was written and not used to change it) within 17 % from 7.5B
-    // up and 35 % below, its ZeRO-3 runs within 50 %.
+    // up and 35 % below, its ZeRO-3 runs within 50 %, Megatron-LM's CI runs of a 7B (added
+    // the same way: +37 % and +25 % on 2026-11-24) within 40 %.
     let v: Value =
         serde_json::from_str(include_str!("../../tests/reference/throughput_cases.json")).unwrap();
     let cases = v["cases"].as_array().unwrap();
@@ -162,6 +163,7 @@ fn published_throughput_within_the_stated_errors() {
         assert!(err.abs() < 1.1, "{id}: {err}");
         let bound = match id {
             _ if id.starts_with("MG") => 0.10,
+            _ if id.starts_with("MC") => 0.40,
             "NA-T1-1.7B" | "NA-T1-3.6B" => 0.35,
             _ if id.starts_with("NA-T2-ZeRO-3") => 0.50,
             _ if id.starts_with("NA") => 0.17,
@@ -200,6 +202,9 @@ fn published_throughput_within_the_stated_errors() {
     // torchtitan 405B: interleaved 1F1B beats 1F1B (128 vs 100): 2 virtual stages halve
     // the bubble of 7 micro-batch times in 32 (TT-5b's uneven chunks approximated)
     assert!(tokens["TT-5b"] > tokens["TT-5a"]);
+    // Megatron-LM's CI, GPT 7B on one DGX H100: TP 4 beats PP 4 with 8 virtual stages (7348
+    // vs 7122 tokens/s per GPU, golden iteration times)
+    assert!(tokens["MC-7B-TP4"] > tokens["MC-7B-PP4"]);
 }
 
 #[test]
@@ -219,8 +224,9 @@ fn held_out_throughput_within_budget() {
             errs.push(t.tokens_per_second_per_gpu / published - 1.0);
         }
     }
-    // 30 % of 17 torchtitan, 2 Megatron-LM README and 22 Megatron-LM paper cases, rounded
-    assert_eq!(errs.len(), 5 + 1 + 7);
+    // 30 % of 17 torchtitan, 2 Megatron-LM README, 22 Megatron-LM paper and 2 Megatron-LM CI
+    // cases, rounded
+    assert_eq!(errs.len(), 5 + 1 + 7 + 1);
     let s = calc_core::accuracy::error_stats(&errs);
     assert!(
         s.median <= calc_core::accuracy::THROUGHPUT_HELDOUT_MEDIAN,

@@ -477,11 +477,17 @@ fn step_time(o: &mut String) {
     let cases = v["cases"].as_array().cloned().unwrap_or_default();
     let mut rows = String::new();
     let mut errs = Vec::new();
-    // per source: torchtitan (TT), Megatron-LM's README (MG), the Megatron-LM paper (NA)
-    let mut by_source: [(&str, &str, Vec<f64>); 3] = [
+    // per source: torchtitan (TT), Megatron-LM's README (MG), the Megatron-LM paper (NA),
+    // Megatron-LM's CI golden iteration times (MC)
+    let mut by_source: [(&str, &str, Vec<f64>); 4] = [
         ("TT", "torchtitan (H100)", Vec::new()),
         ("MG", "Megatron-LM README (H100, FP8)", Vec::new()),
         ("NA", "Megatron-LM paper, Tables 1-2 (A100)", Vec::new()),
+        (
+            "MC",
+            "Megatron-LM CI golden iteration times (H100)",
+            Vec::new(),
+        ),
     ];
     let mut tokens = std::collections::HashMap::new();
     let (mut train, mut heldout) = (Vec::new(), Vec::new());
@@ -533,7 +539,7 @@ fn step_time(o: &mut String) {
          (`tests/reference/throughput_cases.json`, each case with its source), at the model's \
          default assumptions (GEMMs at 0.6 of the datasheet peak, attention kernels at 0.35 on \
          Hopper), chosen before the comparison and not fitted to it. The goal is tokens/s \
-         within 25 %; it is met for the Megatron-LM README's rows and most of the Megatron-LM paper's, not for torchtitan's runs. Error = (estimate - published) / \
+         within 25 %; it is met for the Megatron-LM README's rows and most of the Megatron-LM paper's, not for torchtitan's runs or Megatron-LM's CI runs. Error = (estimate - published) / \
          published.\n\n\
          Held-out cases: 30 % of each source's, drawn by `scripts/throughput_split.py`'s \
          seeded shuffle on 2026-11-24, after every case had been compared (its efficiency \
@@ -579,7 +585,15 @@ fn step_time(o: &mut String) {
            was written and it was not changed for them: PTD-P (tensor x pipeline x data) within \
            17 % from 7.5B up (4-17 % too fast up to 146B, 2-11 % too slow above), the 1.7B and 3.6B runs (TP 1-2, the smallest GEMMs) 24-32 % too \
            fast; DeepSpeed ZeRO-3 without model parallelism 19-46 % too fast, most at \
-           micro-batch 4, where the estimate hides every parameter gather but the first modules' under compute.\n\n\
+           micro-batch 4, where the estimate hides every parameter gather but the first modules' under compute.\n\
+         * Megatron-LM's CI runs of a GPT 7B in bf16 on one DGX H100 (MC-*, golden iteration \
+           times; added 2026-11-24 after the step-time model was written and not used to change \
+           it; MC-7B-PP4 is held out) are estimated 25-37 % too fast, where the Megatron-LM README's \
+           FP8 Llama rows are within 10 %. The CI runs are not tuned for speed: deterministic mode \
+           (NCCL ring all-reduce, `NVTE_ALLOW_NONDETERMINISTIC_ALGO=0`), no gradient-accumulation \
+           fusion, the parameter norm and zero-gradient counts logged every step, and Megatron's \
+           default dropout (0.1 hidden and attention) with biased GPT-2-style blocks: \
+           memory-bound elementwise work beside the GEMMs that the model does not count.\n\n\
          Published faster-of-two comparisons (tokens/s per GPU, published then estimated; \
          TT-5b's interleaved split is approximated, see its note):\n\n\
          | comparison | published | estimated | same order |\n|---|---|---|---|"
@@ -622,6 +636,11 @@ fn step_time(o: &mut String) {
             "530B on 2240 GPUs: PTD-P vs ZeRO-3",
             "NA-T2-PTD-P-529.6B-2240",
             "NA-T2-ZeRO-3-529.6B-2240",
+        ),
+        (
+            "GPT 7B on 8 H100: TP 4 vs PP 4 with 8 virtual stages",
+            "MC-7B-TP4",
+            "MC-7B-PP4",
         ),
     ];
     let mut same = 0;

@@ -311,10 +311,7 @@ pub(crate) fn estimate_stages(
             inf.context_len, r.arch.max_position_embeddings
         ));
     }
-    let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
-        .iter()
-        .filter(|&&g| g > 1)
-        .count() as u64;
+    let communicators = l.communicators(Mode::Inference);
     let reserve = non_torch.is_none();
     assemble(
         r,

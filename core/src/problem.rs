@@ -2,7 +2,7 @@
 //! architecture parsed, the parallel layout and the GPU known. Plain data, produced by
 //! [`crate::resolve::resolve`] and read by every estimator.
 
-use crate::config::{Config, PipelineSchedule};
+use crate::config::{Config, Mode, PipelineSchedule};
 use crate::model::{ModelArch, ParamCounts};
 use crate::precision::{Framework, ModelCode, StateBytes};
 use serde::{Deserialize, Serialize};
@@ -69,6 +69,24 @@ impl Layout {
         (self.shard_group() * self.tensor_parallel_size
             / (self.expert_tensor_parallel_size * self.expert_parallel_size))
             .max(1)
+    }
+    /// Process groups of more than one rank that a GPU belongs to, one NCCL communicator
+    /// each ([`crate::report::nccl_buffers`]): in training the data, tensor, pipeline,
+    /// context and expert parallel groups (none on one GPU); in inference the tensor and
+    /// pipeline groups (data-parallel replicas are separate servers).
+    pub fn communicators(&self, mode: Mode) -> u64 {
+        let groups = match mode {
+            Mode::Training if self.num_gpus > 1 => &[
+                self.data_parallel_size,
+                self.tensor_parallel_size,
+                self.pipeline_parallel_size,
+                self.context_parallel_size,
+                self.expert_parallel_size,
+            ][..],
+            Mode::Training => &[],
+            Mode::Inference => &[self.tensor_parallel_size, self.pipeline_parallel_size][..],
+        };
+        groups.iter().filter(|&&g| g > 1).count() as u64
     }
     /// Nodes in the job.
     pub fn nodes(&self) -> u64 {

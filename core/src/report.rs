@@ -291,9 +291,12 @@ pub struct Estimate {
 
 /// A sum of bytes that stops at `u64::MAX` (18.4 EB): a term can reach it (eager attention
 /// scores at a 2^30-token context are 2^65 bytes; found by the `estimate` fuzz target), and
-/// a wrapped sum would read as a small number that fits.
+/// a wrapped sum would read as a small number that fits. Summed in 128 bits and clamped
+/// once (no branch per term): fewer than 2^64 terms cannot overflow 128 bits, and the
+/// clamped wide sum equals the step-by-step saturating one.
 pub fn saturating_sum(bytes: impl IntoIterator<Item = u64>) -> u64 {
-    bytes.into_iter().fold(0, u64::saturating_add)
+    let wide: u128 = bytes.into_iter().map(u128::from).sum();
+    u64::try_from(wide).unwrap_or(u64::MAX)
 }
 
 /// `capacity - total` in bytes, clamped to the `i64` range.
@@ -428,10 +431,7 @@ impl Phase {
     }
     /// Sum of the components ([`saturating_sum`]).
     pub fn allocated(&self) -> u64 {
-        // as `saturating_sum`: 15 components cannot overflow 128 bits, so one wide sum
-        // clamped once (no branch per component)
-        let wide: u128 = self.bytes.iter().map(|&b| u128::from(b)).sum();
-        u64::try_from(wide).unwrap_or(u64::MAX)
+        saturating_sum(self.bytes.iter().copied())
     }
     fn estimate(&self) -> PhaseEstimate {
         let components: IndexMap<String, u64> = Component::ALL

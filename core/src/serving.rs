@@ -6,7 +6,7 @@
 //! top-k/top-p ([`vllm_sampler_bytes`]). SGLang is in `sglang.rs`.
 
 use crate::arch::FfnKind;
-use crate::config::Attention;
+use crate::config::{Attention, Mode};
 use crate::inference::{
     InferStage, KV_SOURCE, forward_parts, forward_workspace, kv_bytes_per_token, storage,
 };
@@ -315,10 +315,7 @@ fn profile(s: &InferStage) -> Profile {
             + crate::activations::max_bytes([fwd, sampler]),
         "vLLM profile run (gpu_model_runner.py profile_run): a forward of max_num_batched_tokens tokens (core/src/inference.rs forward_workspace) and the sampler over max_num_seqs rows (topk_topp_sampler.py, core/src/serving.rs); 0.19's fused-MoE workspace stays allocated through both (vllm/v1/worker/workspace.py); after the first pipeline stage, the received intermediate_tensors buffer (gpu_model_runner.py _dummy_run)",
     );
-    let communicators = [l.tensor_parallel_size, l.pipeline_parallel_size]
-        .iter()
-        .filter(|&&g| g > 1)
-        .count() as u64;
+    let communicators = l.communicators(Mode::Inference);
     let non_torch = if v019 {
         non_torch(r, inf.vllm_version).expr
     } else {

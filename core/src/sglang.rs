@@ -16,7 +16,7 @@
 //! and the token count is the minimum over the ranks (`init_memory_pool`: each rank divides
 //! the room by its own layers' bytes per token, then `all_reduce(MIN)`); see [`WorldPool`].
 
-use crate::config::{Attention, Inference};
+use crate::config::{Attention, Inference, Mode};
 use crate::inference::{InferStage, KV_SOURCE, forward_workspace};
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{Component, Phase, PhaseName, ServingEstimate, StageOutcome, nccl_buffers};
@@ -84,7 +84,7 @@ fn process_group(r: &Resolved) -> Term {
     if tp == 1 && pp == 1 {
         return Term::zero();
     }
-    let communicators = u64::from(tp > 1) + u64::from(pp > 1);
+    let communicators = r.layout.communicators(Mode::Inference);
     Term::new(
         Expr::max([
             non_torch_v019(tp, pp)

@@ -37,27 +37,13 @@ use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
     let outcomes: crate::report::Outcomes =
         stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
-    let l = &r.layout;
     // report text: a numeric estimate (`term::numeric`) builds none
     let warnings = if crate::term::is_numeric() {
         Vec::new()
     } else {
         training_warnings(r, &outcomes)
     };
-    let communicators = if l.num_gpus > 1 {
-        [
-            l.data_parallel_size,
-            l.tensor_parallel_size,
-            l.pipeline_parallel_size,
-            l.context_parallel_size,
-            l.expert_parallel_size,
-        ]
-        .iter()
-        .filter(|&&g| g > 1)
-        .count() as u64
-    } else {
-        0
-    };
+    let communicators = r.layout.communicators(Mode::Training);
     let trainable = match &r.lora_targets {
         Some(targets) => targets.total_params(&r.inventory),
         None => r.params.total,

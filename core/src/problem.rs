@@ -71,7 +71,7 @@ impl Layout {
             .max(1)
     }
     /// Process groups of more than one rank that a GPU belongs to, one NCCL communicator
-    /// each ([`crate::report::nccl_buffers`]): in training the data, tensor, pipeline,
+    /// each (`report::nccl_buffers`): in training the data, tensor, pipeline,
     /// context and expert parallel groups (none on one GPU); in inference the tensor and
     /// pipeline groups (data-parallel replicas are separate servers).
     pub fn communicators(&self, mode: Mode) -> u64 {

@@ -7,8 +7,8 @@
 
 30 % of each source's cases (torchtitan TT-*, Megatron-LM's README MG-*, the Megatron-LM
 paper NA-*, Megatron-LM's CI golden iteration times MC-*, added after the first draw: the
-other sources' draws are unchanged), rounded, drawn by a seeded shuffle (`HELDOUT_SEED`). The step-time model
-(core/src/steptime.rs) is not developed against the held-out cases; the budget in
+other sources' draws are unchanged), rounded, drawn by a seeded shuffle (`HELDOUT_SEED`).
+The step-time model (core/src/steptime.rs) is not developed against the held-out cases; the budget in
 core/tests/plan.rs (`held_out_throughput_within_budget`) is asserted on them. Re-running
 the script gives the same split (the draw depends only on the seed and the case ids in
 file order).

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "..", "tests", "reference", "throughput_cases.json")
 HELDOUT_SEED = 20261124
 HELDOUT_FRACTION = 0.3
-SOURCES = ("TT", "MG", "NA", "MC")
+SOURCES = ("TT", "MG", "NA", "MC", "TH")
 
 
 def main():

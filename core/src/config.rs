@@ -887,12 +887,12 @@ pub struct FsdpOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reshard_after_forward: Option<ReshardAfterForward>,
     /// `MixedPrecisionPolicy.param_dtype` (FSDP1 `MixedPrecision.param_dtype`): the dtype
-    /// parameters are all-gathered and computed in. Default: bf16 / fp16 under AMP, the
-    /// weights' dtype otherwise.
+    /// parameters are all-gathered and computed in. Default: bf16 / fp16 under AMP, bf16
+    /// under `fp8` (torchao float8 computes in bf16), the weights' dtype otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub param_dtype: Option<Dtype>,
     /// `MixedPrecisionPolicy.reduce_dtype`: the dtype gradients are reduce-scattered in.
-    /// Default: fp32 under AMP, `param_dtype` otherwise.
+    /// Default: fp32 under AMP and `fp8`, `param_dtype` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduce_dtype: Option<Dtype>,
     /// Parameters, gradients and optimizer states in CPU memory (FSDP2 `CPUOffloadPolicy`,

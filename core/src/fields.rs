@@ -457,8 +457,8 @@ pub const SECTIONS: &[Section] = &[
         f("engine.fsdp_version", "FSDP version", "", C(Choices::FsdpVersion), true, TRAIN, EngineOption, None, "FSDP2: torch fully_shard (torchtitan, accelerate fsdp_version 2, torchtune); FSDP1: FullyShardedDataParallel."),
         f("engine.sharding_strategy", "Sharding strategy", "", C(Choices::Sharding), true, TRAIN, EngineOption, None, "FSDP1 torch.distributed.fsdp.ShardingStrategy."),
         f("engine.reshard_after_forward", "Reshard after forward", "", C(Choices::Reshard), true, TRAIN, EngineOption, None, "FSDP2 fully_shard reshard_after_forward: free the gathered parameters after forward (an int: keep them sharded over that many GPUs; edit the JSON)."),
-        f("engine.param_dtype", "Parameter dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.param_dtype: gathered parameters and compute. Default: bf16 / fp16 under AMP."),
-        f("engine.reduce_dtype", "Reduce dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.reduce_dtype: unsharded gradients and their reduce-scatter. Default: fp32 under AMP."),
+        f("engine.param_dtype", "Parameter dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.param_dtype: gathered parameters and compute. Default: bf16 / fp16 under AMP, bf16 under fp8."),
+        f("engine.reduce_dtype", "Reduce dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.reduce_dtype: unsharded gradients and their reduce-scatter. Default: fp32 under AMP and fp8."),
         f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
     ]},
     Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[

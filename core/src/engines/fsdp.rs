@@ -30,20 +30,25 @@ const FSDP2_KEYS: &[&str] = &[
 
 impl FsdpOptions {
     /// The dtype parameters are gathered and computed in: `param_dtype`, else bf16 / fp16
-    /// under AMP, else the weights' own dtype (`MixedPrecisionPolicy` / `MixedPrecision`).
+    /// under AMP and bf16 under torchao float8 (`fp8`), else the weights' own dtype
+    /// (`MixedPrecisionPolicy` / `MixedPrecision`). Float8 training keeps fp32 weights and
+    /// computes in bf16 (its activations are bf16, [`crate::precision`]); under FSDP that
+    /// bf16 is the policy's `param_dtype` (torchtitan `config_manager.py`
+    /// `mixed_precision_param = "bfloat16"`, applied by `parallelize_llama.py` `apply_fsdp`
+    /// whether or not the float8 converter is on).
     pub(crate) fn param_bytes(&self, precision: Precision, weight_bytes: u64) -> u64 {
         match (self.param_dtype, precision) {
             (Some(d), _) => d.bytes(),
-            (None, Precision::AmpBf16 | Precision::AmpFp16) => 2,
+            (None, Precision::AmpBf16 | Precision::AmpFp16 | Precision::Fp8) => 2,
             (None, _) => weight_bytes,
         }
     }
-    /// The dtype gradients are reduce-scattered in: `reduce_dtype`, else fp32 under AMP,
-    /// else the parameter dtype.
+    /// The dtype gradients are reduce-scattered in: `reduce_dtype`, else fp32 under AMP and
+    /// float8 (torchtitan `mixed_precision_reduce = "float32"`), else the parameter dtype.
     pub(crate) fn reduce_bytes(&self, precision: Precision, weight_bytes: u64) -> u64 {
         match (self.reduce_dtype, precision) {
             (Some(d), _) => d.bytes(),
-            (None, Precision::AmpBf16 | Precision::AmpFp16) => Dtype::Fp32.bytes(),
+            (None, Precision::AmpBf16 | Precision::AmpFp16 | Precision::Fp8) => Dtype::Fp32.bytes(),
             (None, _) => self.param_bytes(precision, weight_bytes),
         }
     }

@@ -6,8 +6,9 @@
     python3 scripts/throughput_split.py
 
 30 % of each source's cases (torchtitan TT-*, Megatron-LM's README MG-*, the Megatron-LM
-paper NA-*, Megatron-LM's CI golden iteration times MC-*, added after the first draw: the
-other sources' draws are unchanged), rounded, drawn by a seeded shuffle (`HELDOUT_SEED`).
+paper NA-*; then, each added after the earlier draws, which it leaves unchanged:
+Megatron-LM's CI golden iteration times MC-* and torchtitan's H200 runs TH-*), rounded,
+drawn by a seeded shuffle (`HELDOUT_SEED`).
 The step-time model (core/src/steptime.rs) is not developed against the held-out cases; the budget in
 core/tests/plan.rs (`held_out_throughput_within_budget`) is asserted on them. Re-running
 the script gives the same split (the draw depends only on the seed and the case ids in

@@ -116,6 +116,15 @@ fn plans() -> Vec<(Format, Config)> {
             json!({"training": {"precision": "fp8", "compile": true}}),
         ),
     ));
+    // float8 with fp32 parameters gathered (mixed_precision_param = "float32"; bf16 is the
+    // default under fp8)
+    out.push((
+        Format::Torchtitan,
+        tt2(
+            json!({"tensor_parallel_size": 8, "sequence_parallel": true}),
+            json!({"training": {"precision": "fp8"}, "engine": {"param_dtype": "fp32"}}),
+        ),
+    ));
     out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 4, "pipeline_schedule": "1f1b"}), json!({"training": {"gradient_accumulation_steps": 8}}))));
     // an uneven split with virtual stages: written as module_fqns_per_model_part
     out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 8, "virtual_pipeline_parallel_size": 2, "first_pipeline_stage_layers": 16, "last_pipeline_stage_layers": 14}), json!({"model": {"preset": "llama-3.1-405b"}, "training": {"gradient_accumulation_steps": 32}, "hardware": {"num_gpus": 512}}))));

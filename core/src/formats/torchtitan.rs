@@ -269,6 +269,15 @@ pub(super) fn read(im: &mut Import) {
         "training.precision",
         json!(precision),
     );
+    // float8 computes in the FSDP policy's param dtype, bf16 unless the file says otherwise
+    if let Some(p) = param.filter(|p| float8 && *p != "bf16") {
+        im.put(
+            "training.mixed_precision_param",
+            &json!(p),
+            "engine.param_dtype",
+            json!(p),
+        );
+    }
     if let Some(r) = reduce
         && r != "fp32"
     {
@@ -402,7 +411,9 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
     if f.fsdp_version != 2
         || f.sharding_strategy.is_some()
         || f.cpu_offload
-        || f.param_dtype.is_some()
+        // under float8 the param dtype is mixed_precision_param (below); otherwise the
+        // precision says it
+        || (f.param_dtype.is_some() && t.precision != Precision::Fp8)
         || f.hybrid_shard_group_size.is_some()
     {
         return Err(cannot(
@@ -416,7 +427,14 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
         Precision::AmpBf16 => ("bfloat16", false),
         Precision::AmpFp16 => ("float16", false),
         Precision::Fp32 => ("float32", false),
-        Precision::Fp8 => ("bfloat16", true),
+        Precision::Fp8 => (
+            match f.param_dtype {
+                Some(Dtype::Fp32) => "float32",
+                Some(Dtype::Fp16) => "float16",
+                _ => "bfloat16",
+            },
+            true,
+        ),
         pr => {
             return Err(cannot(
                 "training.precision",

@@ -29,7 +29,10 @@ for t in $(cargo "+$NIGHTLY" fuzz list); do
   cargo "+$NIGHTLY" fuzz run "${FLAGS[@]}" "$t" "$out/corpus" -- \
     -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$out/" -print_final_stats=1 2>&1 | grep -a -E "Done|stat::number_of_executed_units|panicked|ERROR|SUMMARY" || true
-  if ls "$out"/crash-* "$out"/timeout-* "$out"/oom-* >/dev/null 2>&1; then
+  # any one kind of artifact fails the run (ls of the three globs failed unless all three
+  # kinds were there, so a crash alone passed)
+  if compgen -G "$out/crash-*" >/dev/null || compgen -G "$out/timeout-*" >/dev/null \
+    || compgen -G "$out/oom-*" >/dev/null; then
     echo "fuzz target $t failed; input kept in $out" >&2
     exit 1
   fi

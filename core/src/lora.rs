@@ -264,7 +264,8 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
 
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
 /// (A and B follow the base layer's split: column-parallel layers split B, row-parallel
-/// layers split A).
+/// layers split A). Saturates at `u64::MAX`: resolve works out the adapter targets of a
+/// `training.lora` section before (training) or without (inference) validating its rank.
 pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
     match g.shape {
         Shape::Linear {
@@ -273,13 +274,14 @@ pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
             ..
         } => {
             let tp = tp.max(1);
-            match g.tp {
+            let (a, b) = match g.tp {
                 crate::model::TpSplit::Column | crate::model::TpSplit::Vocab => {
-                    rank * (in_features + out_features.div_ceil(tp))
+                    (in_features, out_features.div_ceil(tp))
                 }
-                crate::model::TpSplit::Row => rank * (in_features.div_ceil(tp) + out_features),
-                crate::model::TpSplit::Replicated => rank * (in_features + out_features),
-            }
+                crate::model::TpSplit::Row => (in_features.div_ceil(tp), out_features),
+                crate::model::TpSplit::Replicated => (in_features, out_features),
+            };
+            rank.saturating_mul(a.saturating_add(b))
         }
         _ => 0,
     }

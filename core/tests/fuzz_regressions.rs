@@ -67,9 +67,14 @@ fn floats_round_trip_through_json() {
 ///   passed that bound, but each sliding-window layer keeps a `seq x seq` mask (2^63 bytes
 ///   over 21 layers at 2^29 tokens) and the phase's bytes overflowed. The bound now counts
 ///   the mask row under SDPA with a sliding window.
+/// * `lora-rank-overflow.json` (2026-11-24, CI's smoke run): an inference document that
+///   keeps a `training.lora` section with a rank of 2^58, which inference does not validate;
+///   resolve still worked out the adapter targets and multiplied the rank by a layer's
+///   features. `lora::adapter_params` saturates (a training document's rank is refused at
+///   `training.lora.rank` either way).
 #[test]
 fn estimate_inputs_never_panic() {
-    for (path, bytes) in inputs("estimate", 4) {
+    for (path, bytes) in inputs("estimate", 5) {
         let doc: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON document");
         let result = Config::from_value(doc).and_then(|c| calc_core::estimate(&c));
         let refused_at = |field: &str| {

@@ -264,8 +264,8 @@ pub fn fused_target_error(a: &ModelArch, lora: &Lora) -> Option<String> {
 
 /// Adapter parameters of one copy of a targeted group split over `tp` tensor-parallel ranks
 /// (A and B follow the base layer's split: column-parallel layers split B, row-parallel
-/// layers split A). Saturates at `u64::MAX`: resolve works out the adapter targets of a
-/// `training.lora` section before (training) or without (inference) validating its rank.
+/// layers split A). Saturates at `u64::MAX` for a rank past `training.lora.rank`'s bound
+/// (resolve refuses one; this public function is not guarded by it).
 pub fn adapter_params(g: &ParamGroup, rank: u64, tp: u64) -> u64 {
     match g.shape {
         Shape::Linear {

@@ -261,7 +261,7 @@ pub struct Resolved {
     /// `arch.inventory()`, built once per problem (every stage of every estimate reads it).
     pub inventory: crate::model::Inventory,
     /// `training.lora`'s targets on the model ([`crate::lora::Targets`]), worked out once per
-    /// problem; `None` without LoRA.
+    /// problem; `None` without LoRA and in inference (which ignores the training section).
     pub lora_targets: Option<crate::lora::Targets>,
     pub layout: Layout,
     pub framework: Framework,

@@ -745,10 +745,11 @@ pub(crate) fn resolve_given(
     } else {
         config.engine.model().model_code()
     };
-    let lora_targets = config
-        .training
-        .lora
-        .as_ref()
+    // only training reads them (and validated `training.lora` above); inference ignores
+    // the training section
+    let lora_targets = (!inference)
+        .then_some(config.training.lora.as_ref())
+        .flatten()
         .map(|lo| crate::lora::Targets::with_inventory(&arch, &inventory, lo));
     Ok(Resolved {
         config,

@@ -70,8 +70,8 @@ fn floats_round_trip_through_json() {
 /// * `lora-rank-overflow.json` (2026-11-24, CI's smoke run): an inference document that
 ///   keeps a `training.lora` section with a rank of 2^58, which inference does not validate;
 ///   resolve still worked out the adapter targets and multiplied the rank by a layer's
-///   features. `lora::adapter_params` saturates (a training document's rank is refused at
-///   `training.lora.rank` either way).
+///   features. Resolve now builds the targets for training only (after validating the
+///   rank), and `lora::adapter_params` saturates; each alone passes this input.
 #[test]
 fn estimate_inputs_never_panic() {
     for (path, bytes) in inputs("estimate", 5) {

@@ -535,6 +535,8 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     let bytes = crate::resolve::training_bytes(&training, engine);
                                     let traffic =
                                         engine.traffic(&layout, training.precision, bytes);
+                                    let code = engine.model().model_code();
+                                    let autocast = engine.runs_autocast(&bytes);
                                     for &mb in &mbs {
                                         training.micro_batch_size = mb;
                                         training.gradient_accumulation_steps = local / mb;
@@ -549,6 +551,8 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                                 perf,
                                                 gpu_arch: &r.gpu.arch,
                                                 assumptions: req.assumptions,
+                                                code,
+                                                autocast,
                                             },
                                             &work,
                                         );

@@ -6,7 +6,7 @@
 //!
 //! | term | seconds | source |
 //! |---|---|---|
-//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window, backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency |
+//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window, backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
 //! | recomputation | forward again: full (all layers), selective (attention core), selective per op (every other matmul, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
@@ -22,17 +22,18 @@
 //! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
 //! efficiency, [`TimeAssumptions::compute_efficiency`]. Links at their datasheet
 //! bandwidth. Not modelled: kernel launch gaps, memory-bound elementwise kernels apart
-//! from the efficiency, communication slowing concurrent compute, `torch.compile` fusion,
+//! from the efficiency (and eager attention's, counted), communication slowing concurrent
+//! compute, `torch.compile` fusion,
 //! asynchronous TP, the CPU optimizer step of offloading engines, the vision tower.
 //!
 //! MFU follows the published convention (PaLM appendix B, torchtitan, Megatron): model
 //! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no
 //! recomputation) over the GPU's bf16 peak (fp32 peak for fp32 training).
 
-use crate::config::{Precision, Recompute, Training};
+use crate::config::{Attention, Precision, Recompute, Training};
 use crate::engines::{DpEdges, DpTraffic, GradReduce, HostTransfers};
 use crate::model::{ModelArch, ParamCounts};
-use crate::precision::StateBytes;
+use crate::precision::{ModelCode, StateBytes};
 use crate::presets::GpuPerf;
 use crate::problem::Layout;
 use serde::{Deserialize, Serialize};
@@ -132,6 +133,12 @@ pub struct TimeInputs<'a> {
     /// efficiency.
     pub gpu_arch: &'a str,
     pub assumptions: TimeAssumptions,
+    /// Whose modules run the layers: eager attention's kernels differ
+    /// ([`eager_score_bytes`]).
+    pub code: ModelCode,
+    /// The model runs under `torch.autocast` with fp32 weights (transformers' eager
+    /// attention then adds the fp32 causal mask to half scores, promoting them to fp32).
+    pub autocast: bool,
 }
 
 const TERA: f64 = 1e12;
@@ -287,6 +294,54 @@ fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
     }
 }
 
+/// Bytes that eager attention's elementwise kernels read and write per attention score
+/// (one element of the `b x heads x s x s` scores), forward and backward, apart from the
+/// two matmuls that write and read the scores (each timed by [`TimeInputs`]' roofline in
+/// `numbers_with`). Every kernel reads its inputs and writes its output once; `e` is the
+/// activation dtype's bytes, dropout (probability `p > 0`) keeps a 1-byte mask.
+///
+/// * Megatron-LM's core attention (`ParallelAttention` / `DotProductAttention`):
+///   `baddbmm` scores, `FusedScaleMaskSoftmax` (one kernel, half in and out), attention
+///   dropout, `bmm` with V. Forward: softmax `2e`, dropout `2e + 1`; backward: dropout
+///   `2e + 1`, softmax backward (output and gradient in, gradient out) `3e`.
+/// * transformers' `eager_attention_forward`: `matmul(q, k^T) * scaling` (`2e`), `+
+///   causal_mask` (`e` in, the sum out: fp32 under autocast, where the mask is fp32), and
+///   `softmax(dim=-1, dtype=float32).to(dtype)`: an fp32 copy of half scores first (ATen
+///   `SoftMax.cpp`; CUDA fp16 converts inside the kernel), the fp32 softmax, the half copy;
+///   dropout. The backward runs each in reverse (the promoted sum's gradient cast back to
+///   the scores' dtype). The causal mask, broadcast over the heads, is not counted.
+pub fn eager_score_bytes(
+    code: ModelCode,
+    e: f64,
+    autocast: bool,
+    fp16: bool,
+    p: f64,
+) -> (f64, f64) {
+    let dropout = if p > 0.0 { 2.0 * e + 1.0 } else { 0.0 };
+    match code {
+        ModelCode::Megatron => (2.0 * e + dropout, dropout + 3.0 * e),
+        ModelCode::Transformers => {
+            // the scores after the mask is added
+            let m = if autocast { 4.0 } else { e };
+            let half_in = m < 4.0;
+            let to_half = if e < 4.0 { 4.0 + e } else { 0.0 };
+            let (softmax_fwd, softmax_bwd) = match (half_in, fp16) {
+                // fp32 in, fp32 out; backward: output and gradient in, gradient out
+                (false, _) => (8.0, 12.0),
+                // CUDA fp16: the kernel reads half and writes fp32, its backward writes half
+                (true, true) => (m + 4.0, 8.0 + m),
+                // an fp32 copy, then the fp32 softmax; backward: the softmax's, then the
+                // copy's gradient cast back
+                (true, false) => (m + 4.0 + 8.0, 12.0 + 4.0 + m),
+            };
+            let promoted = if m != e { m + e } else { 0.0 };
+            let fwd = 2.0 * e + (e + m) + softmax_fwd + to_half + dropout;
+            let bwd = dropout + to_half + softmax_bwd + promoted + 2.0 * e;
+            (fwd, bwd)
+        }
+    }
+}
+
 /// One micro-batch on a stage, seconds: (all of it, forward + backward compute,
 /// [recomputation, TP, CP, EP]).
 type StageTime = (f64, f64, [f64; 4]);
@@ -393,6 +448,22 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let lora = tr.lora.is_some();
     let h = arch.hidden_size as f64;
 
+    // eager attention (materialized scores): its kernels' bytes per score element
+    let eager = tr.attention == Attention::Eager;
+    let (heads, dqk, dv) = (
+        arch.num_attention_heads as f64,
+        arch.qk_head_dim() as f64,
+        arch.v_head_dim() as f64,
+    );
+    let mem_bw = t.perf.memory_gbs * GIGA;
+    let (eager_fwd, eager_bwd) = eager_score_bytes(
+        t.code,
+        act,
+        t.autocast,
+        matches!(tr.precision, Precision::AmpFp16 | Precision::Fp16),
+        arch.attention_dropout,
+    );
+
     let tp_bw = link(t.perf, l, tp, 1);
     let cp_bw = link(t.perf, l, cp, tp);
     let ep = l.expert_parallel_size.max(1);
@@ -403,13 +474,28 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         let per_gpu = tokens / tp as f64;
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
         let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
-        let attn_fwd = per_gpu * w.attn_hw / bf16_rate / attn_eff;
+        let (attn_fwd, attn_bwd) = if eager {
+            // materialized scores: every key of every query head, each matmul kernel the
+            // slower of its FLOPs (2 d per score) and its score bytes (roofline), the
+            // elementwise kernels at memory bandwidth
+            let scores = per_gpu * heads * s * w.layers as f64;
+            let kernel = |d: f64| (2.0 * d / (bf16_rate * eff)).max(act / mem_bw);
+            let (k_qk, k_v) = (kernel(dqk), kernel(dv));
+            (
+                scores * (k_qk + k_v + eager_fwd / mem_bw),
+                // dP and dV from the second matmul, dQ and dK from the first
+                scores * (2.0 * (k_qk + k_v) + eager_bwd / mem_bw),
+            )
+        } else {
+            // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao
+            // 2023 Sec. 3.1.2)
+            let f = per_gpu * w.attn_hw / bf16_rate / attn_eff;
+            (f, 2.5 * f)
+        };
         let fwd = mm_fwd + attn_fwd;
-        // backward: input and weight gradients (LoRA's frozen base: input gradients only);
-        // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao 2023
-        // Sec. 3.1.2)
+        // backward: input and weight gradients (LoRA's frozen base: input gradients only)
         let mm_bwd = if lora { 1.0 } else { 2.0 };
-        let bwd = mm_bwd * mm_fwd + 2.5 * attn_fwd;
+        let bwd = mm_bwd * mm_fwd + attn_bwd;
         let layer_mm_fwd = per_gpu * w.layer_mm / mm_rate / eff;
         let recompute = match tr.activation_checkpointing {
             Recompute::None => 0.0,
@@ -441,7 +527,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             };
             w.layers as f64
                 * (fwd_passes * (per_layer_fwd - attn_fwd).max(0.0)
-                    + (2.0 * per_layer_fwd - 2.5 * attn_fwd).max(0.0))
+                    + (2.0 * per_layer_fwd - attn_bwd / w.layers.max(1) as f64).max(0.0))
         } else {
             0.0
         };
@@ -690,5 +776,7 @@ pub fn step_time_with(
         perf,
         gpu_arch: &r.gpu.arch,
         assumptions,
+        code: r.model_code,
+        autocast: r.config.engine.runs_autocast(&r.bytes),
     })
 }

@@ -140,7 +140,7 @@ fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: Stat
 /// each layer's forward and recomputed with it: forward's peak (the loss) holds the head's
 /// copy, backward the head's and one layer's.
 fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) {
-    if !r.config.engine.model().autocast() || b.autocast_weight_copy == 0 {
+    if !r.config.engine.runs_autocast(&b) {
         return (Term::zero(), Term::zero());
     }
     let source =
@@ -306,7 +306,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
     let t = &r.config.training;
     let l = &r.layout;
     let b = &r.bytes;
-    let autocast = b.autocast_weight_copy > 0 && r.config.engine.model().autocast();
+    let autocast = r.config.engine.runs_autocast(b);
     let half_lora_base = t
         .lora
         .as_ref()

@@ -150,13 +150,61 @@ fn the_dense_compute_term_follows_the_flop_count() {
 }
 
 #[test]
+fn eager_attention_moves_its_scores_at_memory_bandwidth() {
+    use calc_core::precision::ModelCode;
+    use calc_core::steptime::eager_score_bytes;
+    // bytes per score element (e = 2): Megatron with attention dropout: forward softmax
+    // 2e + dropout (2e + 1) = 9, backward dropout (2e + 1) + softmax (3e) = 11; without
+    // dropout 4 and 6
+    assert_eq!(
+        eager_score_bytes(ModelCode::Megatron, 2.0, false, true, 0.1),
+        (9.0, 11.0)
+    );
+    assert_eq!(
+        eager_score_bytes(ModelCode::Megatron, 2.0, false, false, 0.0),
+        (4.0, 6.0)
+    );
+    // transformers, bf16 without autocast: scaling 2e, mask add (e + e), fp32 copy (e + 4)
+    // and fp32 softmax (4 + 4), half copy (4 + e) = 28; backward the half copy's (e + 4),
+    // softmax's (4 + 4 + 4), the fp32 copy's (4 + e), scaling's 2e = 28
+    assert_eq!(
+        eager_score_bytes(ModelCode::Transformers, 2.0, false, false, 0.0),
+        (28.0, 28.0)
+    );
+    // under autocast the fp32 mask promotes the sum: scaling 4, add (2 + 4), softmax (4 + 4),
+    // half copy (4 + 2), dropout 0.1 (2 + 2 + 1) = 29; backward dropout 5, half copy 6,
+    // softmax 12, the sum's gradient cast back (4 + 2), scaling 4 = 33
+    assert_eq!(
+        eager_score_bytes(ModelCode::Transformers, 2.0, true, false, 0.1),
+        (29.0, 33.0)
+    );
+
+    // Llama-3.2-1B on one H100, b 1, s 1024, bf16, as the dense compute test below but with
+    // eager attention: 16 layers x 32 heads x 1024 x 1024 scores; each matmul kernel is
+    // memory-bound (2 B per score at 3.35 TB/s > 2 x 64 FLOPs at 989e12 x 0.6), two forward
+    // and four backward, plus the 28 + 28 elementwise bytes
+    let t = time_of(json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": "bf16", "attention": "eager"},
+        "hardware": {"gpu": "h100-80gb", "num_gpus": 1}
+    }));
+    let mm = 6.0 * 1_235_746_816.0 * 1024.0 / (989e12 * 0.6);
+    let scores = 16.0 * 32.0 * 1024.0 * 1024.0;
+    let kernel = (2.0 / 3350e9f64).max(2.0 * 64.0 / (989e12 * 0.6));
+    let attn = scores * (6.0 * kernel + (28.0 + 28.0) / 3350e9);
+    assert!(close(term(&t, "compute"), mm + attn), "{t:?} {}", mm + attn);
+}
+
+#[test]
 fn published_throughput_within_the_stated_errors() {
     // tests/reference/throughput_cases.json: torchtitan's and Megatron-LM's published tokens/s
     // per GPU. ACCURACY.md reports each case; this asserts what holds today, so that a change
     // that worsens it fails: every case resolves and is within a factor 2.1, the Megatron-LM
     // README's cases within 10 %, the Megatron-LM paper's PTD-P runs (Tables 1 and 2, added
-    // after the step-time model was written and not used to change it) within 17 % from 7.5B
-    // up and 35 % below, its ZeRO-3 runs within 50 %, Megatron-LM's CI runs of a 7B (added
+    // after the step-time model was written; eager attention's time, added 2026-11-24 when
+    // the step time began to read the attention implementation, brought the 1.7B and 3.6B
+    // runs from +32 % and +24 % to +6 % and +5 %) within 13 %, its ZeRO-3 runs within 50 %,
+    // Megatron-LM's CI runs of a 7B (added
     // the same way: +37 % and +25 % on 2026-11-24) within 40 %, torchtitan's runs on
     // standard H200s (added 2026-11-24: +11.6 % and +11.9 %) within 20 %.
     let v: Value =
@@ -174,9 +222,8 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("MG") => 0.10,
             _ if id.starts_with("MC") => 0.40,
             _ if id.starts_with("TH") => 0.20,
-            "NA-T1-1.7B" | "NA-T1-3.6B" => 0.35,
             _ if id.starts_with("NA-T2-ZeRO-3") => 0.50,
-            _ if id.starts_with("NA") => 0.17,
+            _ if id.starts_with("NA") => 0.13,
             _ => 1.1,
         };
         assert!(err.abs() < bound, "{id}: {err}");

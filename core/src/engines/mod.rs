@@ -313,6 +313,12 @@ pub enum DpEdges {
 }
 
 impl Engine {
+    /// The model runs under `torch.autocast` with fp32 weights: the precision keeps half
+    /// copies of the linear weights (`bytes.autocast_weight_copy`) and the engine casts
+    /// per matmul ([`EngineModel::autocast`]) rather than casting its parameters.
+    pub(crate) fn runs_autocast(&self, bytes: &crate::precision::StateBytes) -> bool {
+        bytes.autocast_weight_copy > 0 && self.model().autocast()
+    }
     /// The engine's memory model (the one `match` over engines).
     pub(crate) fn model(&self) -> &dyn EngineModel {
         match self {

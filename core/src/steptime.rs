@@ -44,7 +44,8 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct TimeAssumptions {
     /// Fraction of the tensor-core peak the linear layers' GEMMs sustain, with the
-    /// memory-bound elementwise kernels between them. Default 0.6: a prior, not fitted to
+    /// memory-bound elementwise kernels between them (also eager attention's score
+    /// matmuls, where their FLOPs rather than their score bytes bound them). Default 0.6: a prior, not fitted to
     /// any run (large cuBLAS GEMMs reach about 0.7-0.8 of peak; the norms, activations,
     /// rotary and residual adds between them are memory-bound).
     pub compute_efficiency: f64,
@@ -309,7 +310,8 @@ fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
 ///   `softmax(dim=-1, dtype=float32).to(dtype)`: an fp32 copy of half scores first (ATen
 ///   `SoftMax.cpp`; CUDA fp16 converts inside the kernel), the fp32 softmax, the half copy;
 ///   dropout. The backward runs each in reverse (the promoted sum's gradient cast back to
-///   the scores' dtype). The causal mask, broadcast over the heads, is not counted.
+///   the scores' dtype). Not counted: the causal mask, broadcast over the heads, and
+///   `repeat_kv`'s copies of K and V (per token, not per score).
 pub fn eager_score_bytes(
     code: ModelCode,
     e: f64,

@@ -792,6 +792,24 @@ fn op_sac_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
     }
 }
 
+/// transformers passes SDPA an explicit mask on its sliding-window layers: once a
+/// sequence of `s_full` tokens reaches the window (`masking_utils._ignore_causal_mask_sdpa`
+/// skips the mask only while `kv_length < sliding_window`), for transformers' SDPA
+/// attention on models without MLA. With a mask SDPA cannot take `is_causal`: its
+/// memory-efficient kernel runs instead of flash and visits every key
+/// ([`sliding_mask_bytes`] is what the mask costs in memory; step time counts every key).
+pub(crate) fn sdpa_sliding_mask(
+    code: ModelCode,
+    attention: Attention,
+    arch: &ModelArch,
+    s_full: u64,
+) -> bool {
+    code == ModelCode::Transformers
+        && attention == Attention::Sdpa
+        && arch.mla.is_none()
+        && arch.sliding_window.is_some_and(|w| s_full >= w)
+}
+
 /// What one sliding-window layer keeps beyond [`layer_bytes`] when SDPA gets an explicit
 /// mask: transformers builds the sliding-window mask once the keys reach the window
 /// (`masking_utils._ignore_causal_mask_sdpa` skips it only while `kv_length <
@@ -805,11 +823,8 @@ fn op_sac_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
 /// `torch.compile` the mask only (probe: Gemma-3-1B's sliding layers at 1024 tokens).
 pub fn sliding_mask_bytes(c: &ActCtx) -> u64 {
     let a = c.arch;
-    let masked = c.code == ModelCode::Transformers
-        && c.attention == Attention::Sdpa
-        && !c.recompute.checkpoints_layers()
-        && a.mla.is_none()
-        && a.sliding_window.is_some_and(|w| c.s_full >= w);
+    let masked =
+        !c.recompute.checkpoints_layers() && sdpa_sliding_mask(c.code, c.attention, a, c.s_full);
     if !masked {
         return 0;
     }

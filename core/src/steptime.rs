@@ -6,7 +6,7 @@
 //!
 //! | term | seconds | source |
 //! |---|---|---|
-//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window, backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
+//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
 //! | recomputation | forward again: full (all layers), selective (attention core), selective per op (every other matmul, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
@@ -157,6 +157,9 @@ struct StageWork {
     attn_hw: f64,
     /// The same by the MFU convention (every key).
     attn_model: f64,
+    /// `attn_hw` when SDPA gets transformers' sliding-window mask
+    /// ([`crate::activations::sdpa_sliding_mask`]): the sliding layers over every key.
+    attn_masked: f64,
     /// Parameters on one GPU of this stage: non-expert (after TP) + experts (after EP x ETP).
     params_rank: f64,
     /// Of `params_rank`: the embedding (first stage).
@@ -219,6 +222,7 @@ fn stage_work(
         layers: end - start,
         moe_layers: moe,
         attn_hw: 2.0 * heads * dims * (sliding * keys_sliding + (n - sliding) * keys_full),
+        attn_masked: 2.0 * heads * dims * (sliding * s + (n - sliding) * keys_full),
         attn_model: 2.0 * heads * dims * s * n,
         layer_mm: dense_f * 2.0 * (attn + dense_mlp) + moe_f * 2.0 * (attn + moe_active),
         ..Default::default()
@@ -458,6 +462,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         arch.v_head_dim() as f64,
     );
     let mem_bw = t.perf.memory_gbs * GIGA;
+    // SDPA given a sliding-window mask visits every key of those layers
+    let masked = crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len);
     let (eager_fwd, eager_bwd) = eager_score_bytes(
         t.code,
         act,
@@ -491,7 +497,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         } else {
             // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao
             // 2023 Sec. 3.1.2)
-            let f = per_gpu * w.attn_hw / bf16_rate / attn_eff;
+            let hw = if masked { w.attn_masked } else { w.attn_hw };
+            let f = per_gpu * hw / bf16_rate / attn_eff;
             (f, 2.5 * f)
         };
         let fwd = mm_fwd + attn_fwd;

@@ -22,9 +22,9 @@
 //! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
 //! efficiency, [`TimeAssumptions::compute_efficiency`]. Links at their datasheet
 //! bandwidth. Not modelled: kernel launch gaps, memory-bound elementwise kernels apart
-//! from the efficiency (and eager attention's, counted), communication slowing concurrent
-//! compute, `torch.compile` fusion,
-//! asynchronous TP, the CPU optimizer step of offloading engines, the vision tower.
+//! from the efficiency (eager attention's are counted), communication slowing concurrent
+//! compute, `torch.compile` fusion, asynchronous TP, the CPU optimizer step of offloading
+//! engines, the vision tower.
 //!
 //! MFU follows the published convention (PaLM appendix B, torchtitan, Megatron): model
 //! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no
@@ -45,9 +45,9 @@ use serde::{Deserialize, Serialize};
 pub struct TimeAssumptions {
     /// Fraction of the tensor-core peak the linear layers' GEMMs sustain, with the
     /// memory-bound elementwise kernels between them (also eager attention's score
-    /// matmuls, where their FLOPs rather than their score bytes bound them). Default 0.6: a prior, not fitted to
-    /// any run (large cuBLAS GEMMs reach about 0.7-0.8 of peak; the norms, activations,
-    /// rotary and residual adds between them are memory-bound).
+    /// matmuls, where their FLOPs rather than their score bytes bound them). Default 0.6:
+    /// a prior, not fitted to any run (large cuBLAS GEMMs reach about 0.7-0.8 of peak; the
+    /// norms, activations, rotary and residual adds between them are memory-bound).
     pub compute_efficiency: f64,
     /// Fraction of the bf16 peak the attention kernel (FlashAttention-2, PyTorch SDPA's
     /// flash backend) sustains. Default: 0.35 on Hopper and later ("FlashAttention-2

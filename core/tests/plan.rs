@@ -153,31 +153,29 @@ fn the_dense_compute_term_follows_the_flop_count() {
 fn eager_attention_moves_its_scores_at_memory_bandwidth() {
     use calc_core::precision::ModelCode;
     use calc_core::steptime::eager_score_bytes;
-    // bytes per score element (e = 2): Megatron with attention dropout: forward softmax
-    // 2e + dropout (2e + 1) = 9, backward dropout (2e + 1) + softmax (3e) = 11; without
-    // dropout 4 and 6
-    assert_eq!(
-        eager_score_bytes(ModelCode::Megatron, 2.0, false, true, 0.1),
-        (9.0, 11.0)
-    );
-    assert_eq!(
-        eager_score_bytes(ModelCode::Megatron, 2.0, false, false, 0.0),
-        (4.0, 6.0)
-    );
-    // transformers, bf16 without autocast: scaling 2e, mask add (e + e), fp32 copy (e + 4)
-    // and fp32 softmax (4 + 4), half copy (4 + e) = 28; backward the half copy's (e + 4),
-    // softmax's (4 + 4 + 4), the fp32 copy's (4 + e), scaling's 2e = 28
-    assert_eq!(
-        eager_score_bytes(ModelCode::Transformers, 2.0, false, false, 0.0),
-        (28.0, 28.0)
-    );
-    // under autocast the fp32 mask promotes the sum: scaling 4, add (2 + 4), softmax (4 + 4),
-    // half copy (4 + 2), dropout 0.1 (2 + 2 + 1) = 29; backward dropout 5, half copy 6,
-    // softmax 12, the sum's gradient cast back (4 + 2), scaling 4 = 33
-    assert_eq!(
-        eager_score_bytes(ModelCode::Transformers, 2.0, true, false, 0.1),
-        (29.0, 33.0)
-    );
+    // bytes per score element (e = 2), forward and backward, by (code, autocast, fp16,
+    // attention dropout)
+    for (code, autocast, fp16, p, expected) in [
+        // Megatron with attention dropout: forward softmax 2e + dropout (2e + 1) = 9,
+        // backward dropout (2e + 1) + softmax (3e) = 11
+        (ModelCode::Megatron, false, true, 0.1, (9.0, 11.0)),
+        // ... without dropout: 4 and 6
+        (ModelCode::Megatron, false, false, 0.0, (4.0, 6.0)),
+        // transformers, bf16 without autocast: scaling 2e, mask add (e + e), fp32 copy
+        // (e + 4) and fp32 softmax (4 + 4), half copy (4 + e) = 28; backward the half
+        // copy's (e + 4), softmax's (4 + 4 + 4), the fp32 copy's (4 + e), scaling's 2e = 28
+        (ModelCode::Transformers, false, false, 0.0, (28.0, 28.0)),
+        // under autocast the fp32 mask promotes the sum: scaling 4, add (2 + 4), softmax
+        // (4 + 4), half copy (4 + 2), dropout 0.1 (2 + 2 + 1) = 29; backward dropout 5, half
+        // copy 6, softmax 12, the sum's gradient cast back (4 + 2), scaling 4 = 33
+        (ModelCode::Transformers, true, false, 0.1, (29.0, 33.0)),
+    ] {
+        assert_eq!(
+            eager_score_bytes(code, 2.0, autocast, fp16, p),
+            expected,
+            "{code:?} autocast {autocast} fp16 {fp16} dropout {p}"
+        );
+    }
 
     // Llama-3.2-1B on one H100, b 1, s 1024, bf16, as the dense compute test below but with
     // eager attention: 16 layers x 32 heads x 1024 x 1024 scores; each matmul kernel is

@@ -326,7 +326,9 @@ fn plan_ranks_layouts_as_the_issue_asks() {
         ])
         .assert()
         .success()
-        .stdout(predicate::str::contains("3 plans fit"))
+        .stdout(predicate::str::contains(
+            "the 3 fastest plans that fit (more may fit)",
+        ))
         .stdout(predicate::str::contains("tokens/s/GPU"))
         .stdout(predicate::str::contains("global batch 488 sequences"));
     let out = cli()

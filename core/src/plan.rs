@@ -686,11 +686,24 @@ impl Space {
         std::iter::from_fn(move || heap.pop().map(|Reverse((_, i))| i))
     }
 
-    fn result(&self, plans: Vec<Plan>, estimates: u64, pruned: u64, invalid: u64) -> PlanResult {
+    /// The result of a search that kept `plans` (at most `top`): fewer than `top` means the
+    /// search visited every candidate, so they are all that fit.
+    fn result(
+        &self,
+        plans: Vec<Plan>,
+        top: u64,
+        estimates: u64,
+        pruned: u64,
+        invalid: u64,
+    ) -> PlanResult {
         let message = match plans.first() {
             Some(p) => format!(
-                "{} plans fit; fastest: {} ({:.2} s per step, {:.0} tokens/s per GPU)",
-                plans.len(),
+                "{}; fastest: {} ({:.2} s per step, {:.0} tokens/s per GPU)",
+                if (plans.len() as u64) < top {
+                    format!("{} plans fit", plans.len())
+                } else {
+                    format!("the {} fastest plans that fit (more may fit)", plans.len())
+                },
                 p.summary,
                 p.step.seconds,
                 p.step.tokens_per_second_per_gpu
@@ -748,7 +761,7 @@ pub fn plan(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
             *e = (*e).min(c.micro_batch);
         }
     }
-    Ok(sp.result(plans, estimates, pruned, invalid))
+    Ok(sp.result(plans, req.top, estimates, pruned, invalid))
 }
 
 /// [`plan`] without pruning: every candidate estimated (for tests and benchmarks).
@@ -771,5 +784,5 @@ pub fn plan_exhaustive(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>>
         .enumerate()
         .map(|(k, (i, e))| sp.plan(k as u64 + 1, &sp.candidates[i], e, req.assumptions))
         .collect();
-    Ok(sp.result(plans, estimates, 0, invalid))
+    Ok(sp.result(plans, req.top, estimates, 0, invalid))
 }

@@ -413,8 +413,24 @@ fn two_gpus_list_every_layout() {
     assert_eq!(r.candidates, 22);
     // all of them fit a 1B model on 80 GB
     assert_eq!(r.plans.len(), 22, "{}", r.message);
+    // fewer than the 100 asked: the search saw every candidate, so 22 is all that fit
+    assert!(
+        r.message.starts_with("22 plans fit; fastest: "),
+        "{}",
+        r.message
+    );
     let all = plan_exhaustive(&req).unwrap();
     same_top(&r, &all);
+    // as many as asked: more may fit, and the message says only that these are the fastest
+    let three = plan(&PlanRequest { top: 3, ..req }).unwrap();
+    assert_eq!(three.plans.len(), 3);
+    assert!(
+        three
+            .message
+            .starts_with("the 3 fastest plans that fit (more may fit); fastest: "),
+        "{}",
+        three.message
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@
 
 30 % of each source's cases (torchtitan TT-*, Megatron-LM's README MG-*, the Megatron-LM
 paper NA-*; then, each added after the earlier draws, which it leaves unchanged:
-Megatron-LM's CI golden iteration times MC-* and torchtitan's H200 runs TH-*), rounded,
+Megatron-LM's CI golden iteration times MC-*, torchtitan's H200 runs TH-* and MosaicML
+llm-foundry's MPT benchmarks MF-*), rounded,
 drawn by a seeded shuffle (`HELDOUT_SEED`).
 The step-time model (core/src/steptime.rs) is not developed against the held-out cases; the budget in
 core/tests/plan.rs (`held_out_throughput_within_budget`) is asserted on them. Re-running
@@ -22,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "..", "tests", "reference", "throughput_cases.json")
 HELDOUT_SEED = 20261124
 HELDOUT_FRACTION = 0.3
-SOURCES = ("TT", "MG", "NA", "MC", "TH")
+SOURCES = ("TT", "MG", "NA", "MC", "TH", "MF")
 
 
 def main():

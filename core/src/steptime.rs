@@ -7,7 +7,8 @@
 //! | term | seconds | source |
 //! |---|---|---|
 //! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
-//! | recomputation | forward again: full (all layers), selective (attention core), selective per op (every other matmul, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
+//! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion |
+//! | recomputation | forward again: full (all layers, their elementwise kernels too), selective (attention core), selective per op (every other matmul and every elementwise kernel, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
@@ -20,11 +21,12 @@
 //! Rates: the GPU's dense peak for the compute dtype (bf16/fp16 tensor cores; fp8 for the
 //! decoder's linear layers under `fp8`, whose attention core and LM head stay bf16 as
 //! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
-//! efficiency, [`TimeAssumptions::compute_efficiency`]. Links at their datasheet
-//! bandwidth. Not modelled: kernel launch gaps, memory-bound elementwise kernels apart
-//! from the efficiency (eager attention's are counted), communication slowing concurrent
-//! compute, `torch.compile` fusion, asynchronous TP, the CPU optimizer step of offloading
-//! engines, the vision tower.
+//! efficiency, [`TimeAssumptions::compute_efficiency`]; memory-bound kernels (eager
+//! attention's, the elementwise kernels, the optimizer step) at the datasheet memory
+//! bandwidth. Links at their datasheet bandwidth. Not modelled: kernel launch gaps,
+//! communication slowing concurrent compute, `torch.compile` beyond its elementwise fusion,
+//! Float8's casts and scales, asynchronous TP, the CPU optimizer step of offloading engines,
+//! the vision tower.
 //!
 //! MFU follows the published convention (PaLM appendix B, torchtitan, Megatron): model
 //! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no
@@ -43,11 +45,13 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct TimeAssumptions {
-    /// Fraction of the tensor-core peak the linear layers' GEMMs sustain, with the
-    /// memory-bound elementwise kernels between them (also eager attention's score
-    /// matmuls, where their FLOPs rather than their score bytes bound them). Default 0.6:
-    /// a prior, not fitted to any run (large cuBLAS GEMMs reach about 0.7-0.8 of peak; the
-    /// norms, activations, rotary and residual adds between them are memory-bound).
+    /// Fraction of the tensor-core peak the linear layers' GEMMs sustain (also eager
+    /// attention's score matmuls, where their FLOPs rather than their score bytes bound
+    /// them); the elementwise kernels between them are timed apart ([`elementwise_bytes`]).
+    /// Default 0.6: a prior, not fitted to any run (cuBLAS reaches 0.80 of an H100 SXM's and
+    /// 0.86 of an A100 SXM's peak at its best shape, S. Bekman's maximum achievable matmul
+    /// FLOPS table in `ml-engineering`; a model's shapes, launch gaps and the kernels'
+    /// interference less).
     pub compute_efficiency: f64,
     /// Fraction of the bf16 peak the attention kernel (FlashAttention-2, PyTorch SDPA's
     /// flash backend) sustains. Default: 0.35 on Hopper and later ("FlashAttention-2
@@ -87,6 +91,10 @@ pub struct TimeTerm {
 /// Every step-time term, in the order reported.
 pub const TIME_TERMS: &[(&str, &str)] = &[
     ("compute", "forward and backward"),
+    (
+        "elementwise",
+        "memory-bound elementwise kernels (norms, activations, rotary, residual adds, loss)",
+    ),
     ("recomputation", "activation recomputation"),
     ("tensor_parallel", "tensor-parallel communication"),
     (
@@ -348,9 +356,156 @@ pub fn eager_score_bytes(
     }
 }
 
-/// One micro-batch on a stage, seconds: (all of it, forward + backward compute,
-/// [recomputation, TP, CP, EP]).
-type StageTime = (f64, f64, [f64; 4]);
+/// Bytes that the memory-bound elementwise kernels around the matmuls read and write per
+/// token on one GPU: forward and backward of one dense decoder layer, of one MoE layer, and
+/// of the LM head's loss (last stage). Every kernel reads each input and writes each output
+/// once; a backward kernel reads the output gradient and what its formula needs and writes
+/// one gradient per input; where two gradients of the residual stream meet, one add.
+///
+/// Unfused (transformers modules run eagerly), per element of the tensor named, `e` the
+/// activation dtype's bytes:
+/// * RMSNorm (`LlamaRMSNorm.forward`: `to(float32)`, `pow(2).mean(-1)`, `* rsqrt(..)`,
+///   `to(input_dtype)`, `weight *`): forward `20 + 2e`, backward `36 + 4e`, plus `2 (e + 4)`
+///   each way for the two casts when `e < 4`; LayerNorm (ATen's one `layer_norm` kernel):
+///   forward `2e`, backward `5e` (`layer_norm_backward`'s input-gradient kernel `3e` and its
+///   weight and bias reduction `2e`).
+/// * Rotary embedding on every query and key element (`apply_rotary_pos_emb`: `q * cos +
+///   rotate_half(q) * sin`, `rotate_half` a negation and a `cat`): forward `10e`, backward
+///   `8e`; MLA rotates only its `qk_rope_head_dim` part.
+/// * The attention output's `transpose(1, 2).contiguous()` before `o_proj`: `2e` each way.
+/// * The MLP activation per intermediate element: gated `act(gate) * up` forward `5e`,
+///   backward `9e`; standard `act(x)` forward `2e`, backward `3e`.
+/// * Residual adds: `3e` each way, two per layer (one for a parallel block); hidden dropout
+///   (`p > 0`, on the attention and MLP outputs) `2e + 1` each way (1-byte mask).
+///
+/// Fused (Megatron-LM / Transformer Engine kernels, or `torch.compile`, whose inductor turns
+/// each chain of pointwise ops between two matmuls into one kernel): a norm forward `2e`,
+/// backward `3e` (one kernel reads the gradient and the input, writes the gradient); rotary
+/// `2e` each way (TE `fused_apply_rotary_pos_emb`); gated activation forward `3e`, backward
+/// `5e` (Megatron `bias_swiglu`), standard forward `2e`, backward `3e` (`bias_gelu`);
+/// residual add with its dropout forward `3e` (+1 with a mask, `bias_dropout_add`), backward
+/// `3e` (+ `2e + 1` with dropout). Megatron's `[s, b, h]` layout needs no output copy.
+///
+/// Loss, per logit (vocabulary / TP): transformers `ForCausalLMLoss` (`logits.float()`,
+/// `cross_entropy`'s log-softmax, its backward, the cast back): forward `e + 12`, backward
+/// `20 + e` (fp32 logits: 8 and 16); Megatron `VocabParallelCrossEntropy` (`.float()`, max,
+/// subtract, exp, sum, divide in fp32; backward one multiply and the cast back): forward
+/// `e + 36`, backward `12 + e`; Liger's fused linear cross-entropy (`loss` `fused`): the
+/// gradient is written in the forward, `2e`.
+///
+/// Not counted: autocast's fp32 promotion of `layer_norm` (its output is then fp32), MoE
+/// token permutation copies, embedding lookups, the vision tower, and the dropout-free
+/// composite activations (`gelu_new`) counted as one kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ElementwiseBytes {
+    /// One dense decoder layer, forward and backward, bytes per token on one GPU.
+    pub dense: (f64, f64),
+    /// One MoE decoder layer (its active experts' intermediate), bytes per token.
+    pub moe: (f64, f64),
+    /// The loss over the LM head's logits (last stage), bytes per token.
+    pub loss: (f64, f64),
+}
+
+/// [`ElementwiseBytes`] of one GPU: `e` the activation dtype's bytes, `fused` for Megatron's
+/// kernels or `torch.compile`, `tp` the tensor-parallel size; with sequence parallelism the
+/// hidden-sized kernels (norms, residual adds) run on `1 / tp` of the tokens.
+pub fn elementwise_bytes(
+    arch: &ModelArch,
+    code: ModelCode,
+    fused: bool,
+    loss: crate::config::LossImpl,
+    e: f64,
+    tp: u64,
+    sequence_parallel: bool,
+) -> ElementwiseBytes {
+    let tp = tp.max(1) as f64;
+    let h = arch.hidden_size as f64;
+    // hidden-sized tensors per token on this GPU
+    let hid = if sequence_parallel { h / tp } else { h };
+    let megatron = code == ModelCode::Megatron;
+    let casts = if e < 4.0 { 2.0 * (e + 4.0) } else { 0.0 };
+    let norm = match (fused, arch.norm) {
+        (true, _) => (2.0 * e, 3.0 * e),
+        (false, crate::arch::NormKind::RmsNorm) => (20.0 + 2.0 * e + casts, 36.0 + 4.0 * e + casts),
+        (false, crate::arch::NormKind::LayerNorm) => (2.0 * e, 5.0 * e),
+    };
+    let norms = arch.norms_per_layer as f64;
+    let adds = if arch.parallel_attention { 1.0 } else { 2.0 };
+    let p = arch.hidden_dropout;
+    let residual = match (fused, p > 0.0) {
+        (_, false) => (3.0 * e, 3.0 * e),
+        (true, true) => (3.0 * e + 1.0, 5.0 * e + 1.0),
+        (false, true) => (5.0 * e + 1.0, 5.0 * e + 1.0),
+    };
+    // rotary on queries and keys (MLA: the rope part of every head's query and key)
+    let rotated = if arch.learned_position_embeddings > 0 {
+        0.0
+    } else {
+        let (heads, kv, d) = match &arch.mla {
+            Some(m) => (
+                arch.num_attention_heads,
+                arch.num_attention_heads,
+                m.qk_rope_head_dim,
+            ),
+            None => (
+                arch.num_attention_heads,
+                arch.num_key_value_heads,
+                arch.head_dim,
+            ),
+        };
+        ((heads + kv) * d) as f64 / tp
+    };
+    let rotary = if fused {
+        (2.0 * e, 2.0 * e)
+    } else {
+        (10.0 * e, 8.0 * e)
+    };
+    let out_copy = if megatron {
+        0.0
+    } else {
+        (arch.num_attention_heads * arch.v_head_dim()) as f64 / tp * 2.0 * e
+    };
+    let gated = arch.mlp == crate::arch::MlpKind::Gated;
+    let act = match (fused, gated) {
+        (_, false) => (2.0 * e, 3.0 * e),
+        (true, true) => (3.0 * e, 5.0 * e),
+        (false, true) => (5.0 * e, 9.0 * e),
+    };
+    let common = |i: usize| {
+        let pick = |x: (f64, f64)| if i == 0 { x.0 } else { x.1 };
+        hid * (norms * pick(norm) + adds * pick(residual)) + rotated * pick(rotary) + out_copy
+    };
+    let layer = |inter: f64| {
+        (
+            common(0) + inter / tp * act.0,
+            common(1) + inter / tp * act.1,
+        )
+    };
+    let dense = layer(arch.intermediate_size as f64);
+    let moe = match &arch.moe {
+        Some(m) => layer(
+            (m.num_experts_per_tok * m.moe_intermediate_size + m.shared_expert_intermediate_size)
+                as f64,
+        ),
+        None => dense,
+    };
+    let v = arch.vocab_size as f64 / tp;
+    let loss = match (loss, megatron) {
+        (crate::config::LossImpl::Fused, _) => (2.0 * e, 0.0),
+        (_, true) => (e + 36.0, 12.0 + e),
+        (_, false) if e < 4.0 => (e + 12.0, 20.0 + e),
+        (_, false) => (8.0, 16.0),
+    };
+    ElementwiseBytes {
+        dense,
+        moe,
+        loss: (v * loss.0, v * loss.1),
+    }
+}
+
+/// One micro-batch on a stage, seconds: (all of it, forward + backward compute with its
+/// elementwise kernels, [elementwise, recomputation, TP, CP, EP]).
+type StageTime = (f64, f64, [f64; 5]);
 
 /// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
 struct Numbers {
@@ -462,6 +617,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         arch.v_head_dim() as f64,
     );
     let mem_bw = t.perf.memory_gbs * GIGA;
+    // seconds per byte of memory traffic (a zero rate gives zero-time terms)
+    let per_byte = if mem_bw > 0.0 { 1.0 / mem_bw } else { 0.0 };
     // SDPA given a sliding-window mask visits every key of those layers
     let masked = crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len);
     let (eager_fwd, eager_bwd) = eager_score_bytes(
@@ -478,8 +635,34 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let ep_bw = link(t.perf, l, ep, l.expert_tensor_parallel_size.max(1));
     let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
 
+    let ew = elementwise_bytes(
+        arch,
+        t.code,
+        t.code == ModelCode::Megatron || tr.compile,
+        tr.loss,
+        act,
+        tp,
+        l.sequence_parallel,
+    );
+
     let time_stage = |w: &StageWork| -> StageTime {
         let per_gpu = tokens / tp as f64;
+        // memory-bound elementwise kernels at memory bandwidth
+        let (n_moe, n_dense) = (
+            w.moe_layers as f64,
+            w.layers.saturating_sub(w.moe_layers) as f64,
+        );
+        let layers_ew = |i: usize| {
+            let pick = |x: (f64, f64)| if i == 0 { x.0 } else { x.1 };
+            tokens * (n_dense * pick(ew.dense) + n_moe * pick(ew.moe)) * per_byte
+        };
+        let (ew_fwd, ew_bwd) = (layers_ew(0), layers_ew(1));
+        let (loss_fwd, loss_bwd) = if w.head_mm > 0.0 {
+            (tokens * ew.loss.0 * per_byte, tokens * ew.loss.1 * per_byte)
+        } else {
+            (0.0, 0.0)
+        };
+        let elementwise = ew_fwd + ew_bwd + loss_fwd + loss_bwd;
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
         let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
         let (attn_fwd, attn_bwd) = if eager {
@@ -506,11 +689,13 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         let mm_bwd = if lora { 1.0 } else { 2.0 };
         let bwd = mm_bwd * mm_fwd + attn_bwd;
         let layer_mm_fwd = per_gpu * w.layer_mm / mm_rate / eff;
+        // the layers' forward elementwise kernels run again under full and per-op
+        // recomputation (torchtitan's `_save_list` keeps matmul and attention outputs only)
         let recompute = match tr.activation_checkpointing {
             Recompute::None => 0.0,
-            Recompute::Full => layer_mm_fwd + attn_fwd,
+            Recompute::Full => layer_mm_fwd + attn_fwd + ew_fwd,
             Recompute::Selective => attn_fwd,
-            Recompute::SelectiveOp => 0.5 * layer_mm_fwd,
+            Recompute::SelectiveOp => 0.5 * layer_mm_fwd + ew_fwd,
         };
         // tensor parallel: 4 all-reduce equivalents of b x s/cp x h per layer (+2 recomputed)
         let tp_count = 4.0
@@ -554,10 +739,14 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         } else {
             0.0
         };
-        let per_mb = fwd + bwd + recompute + tp_time + cp_time + ep_time;
-        (per_mb, fwd + bwd, [recompute, tp_time, cp_time, ep_time])
+        let per_mb = fwd + bwd + elementwise + recompute + tp_time + cp_time + ep_time;
+        (
+            per_mb,
+            fwd + bwd + elementwise,
+            [elementwise, recompute, tp_time, cp_time, ep_time],
+        )
     };
-    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 4], StageWork::default());
+    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 5], StageWork::default());
     for w in &work.stages {
         let (per_mb, compute, rest) = time_stage(w);
         if per_mb >= slowest.0 {
@@ -565,8 +754,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         }
     }
     let model_flops_token = work.flops_per_token;
-    let (t_mb, t_compute_mb, [t_rc, t_tp, t_cp, t_ep], w) = slowest;
-    let compute = m * t_compute_mb;
+    let (t_mb, t_compute_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) = slowest;
+    let compute = m * (t_compute_mb - t_ew);
     let bubble = if pp > 1 {
         (pp - 1) as f64 / v * t_mb
     } else {
@@ -670,6 +859,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
 
     let values = [
         compute,
+        m * t_ew,
         m * t_rc,
         m * t_tp,
         m * t_cp,

@@ -394,8 +394,9 @@ pub fn eager_score_bytes(
 /// gradient is written in the forward, `2e`.
 ///
 /// Not counted: autocast's fp32 promotion of `layer_norm` (its output is then fp32), MoE
-/// token permutation copies, embedding lookups, the vision tower, and the dropout-free
-/// composite activations (`gelu_new`) counted as one kernel.
+/// token permutation copies, embedding lookups, Float8's casts and scale reductions, QLoRA's
+/// dequantization of its 4-bit weights, LoRA's adapter paths, the vision tower; composite
+/// activations (`gelu_new`'s tanh formula) count as one kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ElementwiseBytes {
     /// One dense decoder layer, forward and backward, bytes per token on one GPU.

@@ -472,14 +472,18 @@ pub fn elementwise_bytes(
         (true, true) => (3.0 * e, 5.0 * e),
         (false, true) => (5.0 * e, 9.0 * e),
     };
-    let common = |i: usize| {
-        let pick = |x: (f64, f64)| if i == 0 { x.0 } else { x.1 };
-        hid * (norms * pick(norm) + adds * pick(residual)) + rotated * pick(rotary) + out_copy
+    // what every layer moves apart from its MLP activation, in one direction
+    let common = |norm: f64, residual: f64, rotary: f64| {
+        hid * (norms * norm + adds * residual) + rotated * rotary + out_copy
     };
+    let (common_fwd, common_bwd) = (
+        common(norm.0, residual.0, rotary.0),
+        common(norm.1, residual.1, rotary.1),
+    );
     let layer = |inter: f64| {
         (
-            common(0) + inter / tp * act.0,
-            common(1) + inter / tp * act.1,
+            common_fwd + inter / tp * act.0,
+            common_bwd + inter / tp * act.1,
         )
     };
     let dense = layer(arch.intermediate_size as f64);
@@ -653,11 +657,11 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             w.moe_layers as f64,
             w.layers.saturating_sub(w.moe_layers) as f64,
         );
-        let layers_ew = |i: usize| {
-            let pick = |x: (f64, f64)| if i == 0 { x.0 } else { x.1 };
-            tokens * (n_dense * pick(ew.dense) + n_moe * pick(ew.moe)) * per_byte
-        };
-        let (ew_fwd, ew_bwd) = (layers_ew(0), layers_ew(1));
+        let layers_ew = |dense: f64, moe: f64| tokens * (n_dense * dense + n_moe * moe) * per_byte;
+        let (ew_fwd, ew_bwd) = (
+            layers_ew(ew.dense.0, ew.moe.0),
+            layers_ew(ew.dense.1, ew.moe.1),
+        );
         let (loss_fwd, loss_bwd) = if w.head_mm > 0.0 {
             (tokens * ew.loss.0 * per_byte, tokens * ew.loss.1 * per_byte)
         } else {

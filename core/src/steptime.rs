@@ -9,12 +9,12 @@
 //! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
 //! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion |
 //! | recomputation | forward again: full (all layers, their elementwise kernels too), selective (attention core), selective per op (every other matmul and every elementwise kernel, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
-//! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
+//! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter; each collective also its fixed latency ([`nccl_latency`]) | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC; only what outlasts the forward and backward compute it overlaps is counted (not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the forward and backward compute it overlaps is counted (not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -23,7 +23,8 @@
 //! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
 //! efficiency, [`TimeAssumptions::compute_efficiency`]; memory-bound kernels (eager
 //! attention's, the elementwise kernels, the optimizer step) at the datasheet memory
-//! bandwidth. Links at their datasheet bandwidth. Not modelled: kernel launch gaps,
+//! bandwidth. Links at their datasheet bandwidth. Each collective's latency by NCCL's own model ([`nccl_latency`]); not
+//! counted for the CP, EP and pipeline exchanges (point-to-point). Not modelled: kernel launch gaps,
 //! communication slowing concurrent compute, `torch.compile` beyond its elementwise fusion,
 //! Float8's casts and scales, asynchronous TP, the CPU optimizer step of offloading engines,
 //! the vision tower.
@@ -33,7 +34,7 @@
 //! recomputation) over the GPU's bf16 peak (fp32 peak for fp32 training).
 
 use crate::config::{Attention, Precision, Recompute, Training};
-use crate::engines::{DpEdges, DpTraffic, GradReduce, HostTransfers};
+use crate::engines::{Collectives, DpEdges, DpTraffic, GradReduce, HostTransfers};
 use crate::model::{ModelArch, ParamCounts};
 use crate::precision::{ModelCode, StateBytes};
 use crate::presets::GpuPerf;
@@ -305,6 +306,121 @@ fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
     } else {
         perf.inter_node_gbs * GIGA
     }
+}
+
+/// A collective's kind, for its fixed latency ([`nccl_latency`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectiveKind {
+    AllReduce,
+    /// An all-gather or a reduce-scatter (the same ring steps).
+    AllGather,
+}
+
+/// NCCL's per-collective constants, microseconds (`src/graph/tuning.cc`,
+/// `ncclTunerConstantsDefaults`, the Simple protocol that large messages run): the base
+/// latency of ring and tree, a ring step over NVLink, a tree step over NVLink, a step over
+/// the network (ring and tree), and the floor of a ring step inside a node when the ring
+/// crosses nodes (`3 x getNetOverhead`, 1 µs on Intel hosts).
+const NCCL_BASE_US: f64 = 8.4;
+const NCCL_RING_NVLINK_US: f64 = 3.4;
+const NCCL_TREE_NVLINK_US: f64 = 4.0;
+const NCCL_NET_US: f64 = 14.0;
+const NCCL_NET_OVERHEAD_US: f64 = 3.0;
+
+/// Fixed latency of one NCCL collective over `ranks` GPUs spread over `nodes` nodes,
+/// seconds, by NCCL's own cost model (`src/graph/tuning.cc`: `latency + bytes / bandwidth`,
+/// where this is the first part; the Simple protocol, which messages of megabytes run):
+/// a ring all-gather or reduce-scatter takes `ranks - 1` steps, `nodes - 1` of them across
+/// the network, an all-reduce twice as many; each step inside a node costs 3.4 µs (NVLink)
+/// and each across nodes 14 µs, on top of an 8.4 µs base. An all-reduce may run as a tree
+/// instead (8.4 µs + 2 x ((ranks per node - 1) x 4.0 µs + log2(nodes) x 14 µs)); NCCL picks
+/// the faster algorithm, so the smaller latency is taken. 0 for one rank. Not modelled:
+/// NVLink SHARP (NVLS), PAT, CollNet, the LL and LL128 protocols of small messages.
+pub fn nccl_latency(kind: CollectiveKind, ranks: u64, nodes: u64) -> f64 {
+    if ranks <= 1 {
+        return 0.0;
+    }
+    let nodes = nodes.clamp(1, ranks);
+    let k = match kind {
+        CollectiveKind::AllReduce => 2,
+        CollectiveKind::AllGather => 1,
+    };
+    let steps = k * (ranks - 1);
+    let inter = k * (nodes - 1);
+    let intra = if nodes > 1 {
+        NCCL_RING_NVLINK_US.max(NCCL_NET_OVERHEAD_US)
+    } else {
+        NCCL_RING_NVLINK_US
+    };
+    let ring = NCCL_BASE_US + (steps - inter) as f64 * intra + inter as f64 * NCCL_NET_US;
+    let us = match kind {
+        CollectiveKind::AllGather => ring,
+        CollectiveKind::AllReduce => {
+            let per_node = ranks.div_ceil(nodes);
+            let tree = NCCL_BASE_US
+                + 2.0
+                    * ((per_node - 1) as f64 * NCCL_TREE_NVLINK_US
+                        + (nodes as f64).log2() * NCCL_NET_US);
+            ring.min(tree)
+        }
+    };
+    us * 1e-6
+}
+
+/// Nodes that a group of `n` ranks `stride` apart spans.
+fn nodes_of(l: &Layout, n: u64, stride: u64) -> u64 {
+    let per_node = (l.gpus_per_node / stride.max(1)).max(1);
+    n.div_ceil(per_node).max(1)
+}
+
+/// Collectives one pass of data-parallel traffic over stage `w`'s parameters is issued as
+/// ([`Collectives`]); `modules`: the stage's sub-modules above the persistence threshold.
+fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
+    match c {
+        Collectives::Units => (w.layers + 1) as f64,
+        Collectives::Modules { .. } => modules,
+        Collectives::Buckets { elements } => {
+            (w.params_rank / elements.max(1) as f64).ceil().max(1.0)
+        }
+    }
+}
+
+/// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one of
+/// `tp` ranks (DeepSpeed ZeRO-3 fetches each as one all-gather), and of its first decoder
+/// layer.
+fn fetched_modules(arch: &ModelArch, w: &StageWork, tp: u64, threshold: u64) -> (f64, f64) {
+    use crate::arch::FfnKind;
+    let over = |groups: Vec<crate::model::ParamGroup>| {
+        groups
+            .iter()
+            .filter(|g| {
+                g.rank_shapes(tp)
+                    .iter()
+                    .any(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies) > threshold)
+            })
+            .count() as f64
+    };
+    let dense = over(arch.layer_groups(FfnKind::Dense));
+    let moe = if w.moe_layers > 0 {
+        over(arch.layer_groups(FfnKind::Moe))
+    } else {
+        dense
+    };
+    let n_dense = w.layers.saturating_sub(w.moe_layers) as f64;
+    let mut modules = n_dense * dense + w.moe_layers as f64 * moe;
+    // the embedding (first stage) and the LM head (last stage; a tied head is the embedding)
+    if w.embed_rank > 0.0 {
+        modules += 1.0;
+    }
+    if w.root_rank > w.embed_rank {
+        modules += 1.0;
+    }
+    let first = if w.moe_layers > 0 && n_dense == 0.0 {
+        moe
+    } else {
+        dense
+    };
+    (modules, first)
 }
 
 /// Bytes that eager attention's elementwise kernels read and write per attention score
@@ -635,6 +751,14 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     );
 
     let tp_bw = link(t.perf, l, tp, 1);
+    // each all-reduce's fixed latency; with sequence parallelism an all-gather and a
+    // reduce-scatter in its place
+    let tp_nodes = nodes_of(l, tp, 1);
+    let tp_lat = if l.sequence_parallel {
+        2.0 * nccl_latency(CollectiveKind::AllGather, tp, tp_nodes)
+    } else {
+        nccl_latency(CollectiveKind::AllReduce, tp, tp_nodes)
+    };
     let cp_bw = link(t.perf, l, cp, tp);
     let ep = l.expert_parallel_size.max(1);
     let ep_bw = link(t.perf, l, ep, l.expert_tensor_parallel_size.max(1));
@@ -709,7 +833,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             } else {
                 0.0
             };
-        let tp_time = w.layers as f64 * tp_count * all_reduce(tokens * h * act, tp, tp_bw);
+        let tp_time =
+            w.layers as f64 * tp_count * (all_reduce(tokens * h * act, tp, tp_bw) + tp_lat);
         // context parallel: K and V chunks around the ring, hidden behind attention
         let cp_time = if cp > 1 {
             let kv_elems = if arch.mla.is_some() {
@@ -779,36 +904,61 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let dp_bw = link(t.perf, l, g, tp * cp);
     let rep_bw = link(t.perf, l, d.replicas.max(1), tp * cp * g);
     let pr = w.params_rank;
-    let reduce_of = |params: f64| {
-        let grads = params * d.grad_bytes as f64;
-        match d.grad_reduce {
-            GradReduce::AllReduce => all_reduce(grads, g, dp_bw),
-            GradReduce::ReduceScatter => {
-                gather(grads, g, dp_bw) + all_reduce(grads / g as f64, d.replicas, rep_bw)
-            }
+    // every collective's fixed latency (nccl_latency), times the collectives a pass is
+    // issued as (the engine's Collectives)
+    let dp_nodes = nodes_of(l, g, tp * cp);
+    let gather_lat = nccl_latency(CollectiveKind::AllGather, g, dp_nodes);
+    let reduce_lat = match d.grad_reduce {
+        GradReduce::AllReduce => nccl_latency(CollectiveKind::AllReduce, g, dp_nodes),
+        GradReduce::ReduceScatter => {
+            let r = d.replicas.max(1);
+            gather_lat + nccl_latency(CollectiveKind::AllReduce, r, nodes_of(l, r, tp * cp * g))
         }
     };
-    let reduce = reduce_of(pr);
-    let gather_of = |params: f64| gather(params * d.param_bytes as f64, g, dp_bw);
-    let gathers = d.gathers_per_micro_batch as f64 * gather_of(pr);
+    let (modules, first_modules) = match d.gather_ops {
+        Collectives::Modules {
+            persistence_threshold,
+        } if g > 1 => fetched_modules(arch, &w, tp, persistence_threshold),
+        _ => (0.0, 0.0),
+    };
+    let gather_ops = collective_count(d.gather_ops, &w, modules);
+    let reduce_ops = collective_count(d.reduce_ops, &w, modules);
+    let reduce_of = |params: f64, ops: f64| {
+        let grads = params * d.grad_bytes as f64;
+        ops * reduce_lat
+            + match d.grad_reduce {
+                GradReduce::AllReduce => all_reduce(grads, g, dp_bw),
+                GradReduce::ReduceScatter => {
+                    gather(grads, g, dp_bw) + all_reduce(grads / g as f64, d.replicas, rep_bw)
+                }
+            }
+    };
+    let reduce = reduce_of(pr, reduce_ops);
+    let gather_of =
+        |params: f64, ops: f64| ops * gather_lat + gather(params * d.param_bytes as f64, g, dp_bw);
+    let gathers = d.gathers_per_micro_batch as f64 * gather_of(pr, gather_ops);
     let after_step = if d.gather_after_step {
-        gather_of(pr)
+        gather_of(pr, gather_ops)
     } else {
         0.0
     };
     // the ends of a micro-batch no compute hides (DpEdges): parameters gathered before its
     // first forward computes, gradients of its last backward computation reduced after it
     // (each a part of the stage's parameters `pr`)
-    let (edge_params_gathered, edge_params_reduced) = match d.edges {
+    // (parameters, collectives) gathered and reduced at the ends
+    let ((edge_gathered, edge_gather_ops), (edge_reduced, edge_reduce_ops)) = match d.edges {
         DpEdges::Units => {
             let units = w.root_rank + w.first_layer_rank;
-            (units, units)
+            ((units, 2.0), (units, 2.0))
         }
-        DpEdges::FirstModules => (w.embed_rank + w.first_layer_rank, w.embed_rank),
-        DpEdges::LastBucket => (0.0, w.embed_rank),
+        DpEdges::FirstModules => (
+            (w.embed_rank + w.first_layer_rank, 1.0 + first_modules),
+            (w.embed_rank, 1.0),
+        ),
+        DpEdges::LastBucket => ((0.0, 0.0), (w.embed_rank, 1.0)),
     };
-    let edge_gather = gather_of(edge_params_gathered);
-    let edge_reduce = reduce_of(edge_params_reduced);
+    let edge_gather = gather_of(edge_gathered, edge_gather_ops);
+    let edge_reduce = reduce_of(edge_reduced, edge_reduce_ops);
     let bwd_mb = t_compute_mb * 2.0 / 3.0;
     let fwd_mb = t_compute_mb - bwd_mb;
     let dp = if d.overlapped {

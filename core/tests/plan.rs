@@ -36,8 +36,10 @@ fn tensor_parallel_and_pipeline_terms_by_hand() {
         "hardware": {"gpu": "a100-80gb", "num_gpus": 4}
     }));
     // TP: per layer 4 all-reduces of b s h x 2 B = 2048 x 2048 x 2 = 8 388 608 B, each
-    // 2 (tp-1)/tp x bytes / 300e9 B/s (NVLink each way); 8 layers on a stage; 4 micro-batches
-    let tp = 4.0 * 8.0 * 4.0 * (2.0 * 0.5 * 8_388_608.0 / 300e9);
+    // 2 (tp-1)/tp x bytes / 300e9 B/s (NVLink each way) plus NCCL's latency of a ring
+    // all-reduce over 2 ranks in a node, 8.4 + 2 x 3.4 = 15.2 us (a tree: 8.4 + 2 x 4.0 =
+    // 16.4 us); 8 layers on a stage; 4 micro-batches
+    let tp = 4.0 * 8.0 * 4.0 * (2.0 * 0.5 * 8_388_608.0 / 300e9 + 15.2e-6);
     assert!(close(term(&t, "tensor_parallel"), tp), "{t:?}");
     // pipeline: (pp - 1) / v = 1 micro-batch time of the slowest stage; p2p 2 x m x v
     // transfers of b s h x 2 B (no sequence parallelism) over NVLink
@@ -98,6 +100,29 @@ fn elementwise_kernels_by_hand() {
 }
 
 #[test]
+fn nccl_latency_by_hand() {
+    use calc_core::steptime::{CollectiveKind::*, nccl_latency};
+    // NCCL src/graph/tuning.cc, Simple protocol: base 8.4 us; a ring step 3.4 us inside a
+    // node, 14 us across nodes; a tree step 4.0 us inside a node, 14 us across
+    let us = |x: f64| x * 1e-6;
+    assert_eq!(nccl_latency(AllGather, 1, 1), 0.0);
+    // 8 ranks in a node: all-gather 7 steps; all-reduce 14 (ring) or 2 x 7 tree steps
+    assert!(close(nccl_latency(AllGather, 8, 1), us(8.4 + 7.0 * 3.4)));
+    assert!(close(nccl_latency(AllReduce, 8, 1), us(8.4 + 14.0 * 3.4)));
+    // 384 ranks on 48 nodes: 383 steps, 47 of them across nodes
+    assert!(close(
+        nccl_latency(AllGather, 384, 48),
+        us(8.4 + 336.0 * 3.4 + 47.0 * 14.0)
+    ));
+    // 1024 ranks on 128 nodes: the ring's 2046 steps (254 across) lose to the tree,
+    // 2 x (7 x 4.0 + log2(128) x 14)
+    assert!(close(
+        nccl_latency(AllReduce, 1024, 128),
+        us(8.4 + 2.0 * (7.0 * 4.0 + 7.0 * 14.0))
+    ));
+}
+
+#[test]
 fn zero1_without_overlap_adds_its_collectives() {
     // DeepSpeed ZeRO-1 (overlap_comm off below stage 3) on 8 H100 in a node, Llama-3.2-1B:
     // reduce-scatter of the gradients (bf16, 2 B) and all-gather of the updated bf16
@@ -111,7 +136,13 @@ fn zero1_without_overlap_adds_its_collectives() {
     }));
     let p = 1_235_814_400.0;
     let one = 7.0 / 8.0 * p * 2.0 / 450e9;
-    assert!(close(term(&t, "data_parallel"), 2.0 * one), "{t:?}");
+    // each in ceil(P / 5e8) = 3 buckets (reduce_bucket_size, allgather_bucket_size), each
+    // collective with NCCL's ring latency over 8 ranks in a node: 8.4 + 7 x 3.4 = 32.2 us
+    let latency = 2.0 * 3.0 * 32.2e-6;
+    assert!(
+        close(term(&t, "data_parallel"), 2.0 * one + latency),
+        "{t:?}"
+    );
     // the step reads bf16 weights + grads + fp32 master + 2 fp32 states, writes all but the
     // gradients, over its 1/8 shard of the states at 3.35e12 B/s... and the bf16 weights it
     // rewrites are counted on the shard as well
@@ -142,8 +173,11 @@ fn the_ends_of_a_micro_batch_stay_exposed() {
     // FSDP2: the root and the first layer all-gathered in bf16 (2 B) before any forward
     // compute, the first layer's and the root's gradients reduce-scattered in fp32 (4 B)
     // after the last backward computation
+    // (two all-gathers and two reduce-scatters, one per unit, each with NCCL's ring latency
+    // over 8 ranks in a node: 8.4 + 7 x 3.4 = 32.2 us)
+    let lat = 32.2e-6;
     let t = with_engine(json!({"type": "fsdp", "fsdp_version": 2}));
-    let fsdp = 7.0 / 8.0 * (e + layer) * (2.0 + 4.0) / 450e9;
+    let fsdp = 7.0 / 8.0 * (e + layer) * (2.0 + 4.0) / 450e9 + 4.0 * lat;
     assert!(close(term(&t, "data_parallel"), fsdp), "{t:?} {fsdp}");
     // torchao float8 (precision fp8) keeps fp32 weights but computes in bf16: FSDP's
     // policy gathers bf16 and reduces fp32 (torchtitan mixed_precision_param /
@@ -154,20 +188,25 @@ fn the_ends_of_a_micro_batch_stay_exposed() {
     let t = time_of(v);
     assert!(close(term(&t, "data_parallel"), fsdp), "{t:?} {fsdp}");
     // DDP: the last bucket holds the embedding's fp32 gradient (AMP keeps fp32 parameters),
-    // all-reduced (2 x 7/8) after backward
+    // all-reduced (2 x 7/8) after backward, one collective (ring: 8.4 + 14 x 3.4 = 56 us;
+    // a tree: 8.4 + 2 x 7 x 4.0 = 64.4 us)
     let t = with_engine(json!({"type": "ddp"}));
-    let ddp = 2.0 * 7.0 / 8.0 * e * 4.0 / 450e9;
+    let ddp = 2.0 * 7.0 / 8.0 * e * 4.0 / 450e9 + 56e-6;
     assert!(close(term(&t, "data_parallel"), ddp), "{t:?} {ddp}");
     // ZeRO-3: the embedding and the first layer fetched before the forward (bf16), the
     // open bucket's embedding gradient reduce-scattered after backward (bf16 communication)
+    // (the embedding and the first layer's 7 linear modules, each one all-gather; the
+    // norms' 2048 elements stay whole under the 1e5 persistence threshold; one
+    // reduce-scatter)
     let t = with_engine(json!({"type": "deepspeed", "zero_stage": 3}));
-    let zero3 = 7.0 / 8.0 * ((e + layer) * 2.0 + e * 2.0) / 450e9;
+    let zero3 = 7.0 / 8.0 * ((e + layer) * 2.0 + e * 2.0) / 450e9 + (8.0 + 1.0) * lat;
     assert!(close(term(&t, "data_parallel"), zero3), "{t:?} {zero3}");
     // ZeRO-2 with overlap_comm: the gradient buckets hide under backward but the last
     // (the embedding's, bf16) and the all-gather of the updated bf16 parameters, which runs
     // inside the optimizer step, over all P = 1 235 814 400 parameters
     let t = with_engine(json!({"type": "deepspeed", "zero_stage": 2, "overlap_comm": true}));
-    let zero2 = 7.0 / 8.0 * (e * 2.0 + 1_235_814_400.0 * 2.0) / 450e9;
+    // (one reduce-scatter; the all-gather in ceil(P / 5e8) = 3 buckets)
+    let zero2 = 7.0 / 8.0 * (e * 2.0 + 1_235_814_400.0 * 2.0) / 450e9 + (1.0 + 3.0) * lat;
     assert!(close(term(&t, "data_parallel"), zero2), "{t:?} {zero2}");
 }
 
@@ -279,6 +318,9 @@ fn published_throughput_within_the_stated_errors() {
     // -10.3 % and the paper's 529.6B and 1008B from -11.7 and -12.1 % to -14.2 and -14.1 %
     // (bounds 12 % and 15 % since), the CI runs to +22 % and +12 % (bound 25 %), the H200
     // runs to -0.7 and +0.9 % (bound 5 %) and the MPT runs to -57.9 to +81.6 % (bound 85 %).
+    // Each collective's fixed latency (NCCL's ring and tree model, 2026-11-24) brought the
+    // paper's ZeRO-3 runs from +18..+45 % to +12..+32 % (bound 35 %) and its TP x PP runs
+    // from -14.2..+2.0 % to -14.6..-0.8 %, the README's 70B to -11.1 %.
     let v: Value =
         serde_json::from_str(include_str!("../../tests/reference/throughput_cases.json")).unwrap();
     let cases = v["cases"].as_array().unwrap();
@@ -295,7 +337,7 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("MC") => 0.25,
             _ if id.starts_with("TH") => 0.05,
             _ if id.starts_with("MF") => 0.85,
-            _ if id.starts_with("NA-T2-ZeRO-3") => 0.50,
+            _ if id.starts_with("NA-T2-ZeRO-3") => 0.35,
             _ if id.starts_with("NA") => 0.15,
             _ => 1.1,
         };

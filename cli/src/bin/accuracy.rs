@@ -592,6 +592,21 @@ fn step_time(o: &mut String) {
            -8 to -14 % above; comparisons still 14 of 16. torchtitan's runs with full \
            recomputation and `torch.compile` now say `compile` (before, the configurations left \
            it out, as it changed no time).\n\
+         * Every collective had been timed by its bytes alone until 2026-11-24. It now also \
+           pays NCCL's own fixed latency (`steptime::nccl_latency`, from NCCL's cost model in \
+           `src/graph/tuning.cc`, Simple protocol: 8.4 us, plus 3.4 us per ring step inside a \
+           node and 14 us per step across nodes; the faster of ring and tree for an \
+           all-reduce), once per collective the engine issues (`engines::Collectives`: one per \
+           FSDP unit, one per DeepSpeed ZeRO-3 sub-module above the persistence threshold, one \
+           per DDP, ZeRO or Megatron-Core bucket; TP's per-layer all-reduces). A ring over \
+           hundreds of ranks takes milliseconds per collective, whatever its size. Written from \
+           NCCL's and the engines' source, run once. All 174 cases: median 20.5 -> 20.4 %; held \
+           out 21.7 -> 21.7 %; the paper's ZeRO-3 runs +18..+45 % -> +12..+32 % (at 768-2240 \
+           GPUs, where the traffic is exposed; the two at micro-batch 4 hide it and are \
+           unchanged, so their comparisons with PTD-P stay wrong), its TP x PP runs \
+           -14.2..+2.0 % -> -14.6..+1.5 % (each layer's TP all-reduces: 56 us over 8 ranks), \
+           llm-foundry's 128-512 GPU H100 runs +9 -> +5 % (signed median; 7B at micro-batch 6 \
+           +11..+20 % -> -2..+5 %), the README's 70B -10.3 -> -11.1 %.\n\
          * torchtitan's H100s are the 96 GB HBM2e part at a 500 W limit, whose peak lies between \
            the SXM and NVL figures (the benchmark's own footnote: MFU 33-39 % measured against \
            the SXM peak); the preset is the 700 W SXM5 card. Every torchtitan H100 case is \
@@ -671,7 +686,8 @@ fn step_time(o: &mut String) {
            landed) moves those four to +24 to +48 % but the paper's ZeRO-3 runs on 768-2240 \
            A100s to +86 to +310 %: their published collapse with scale (100 to 31 teraFLOP/s \
            from 384 to 1536 GPUs) is not explained by bandwidth alone (per-collective latency \
-           over hundreds of ranks, DeepSpeed's 2021 per-parameter gathers: not modelled). \
+           over hundreds of ranks, counted since; DeepSpeed's 2021 per-sub-module device \
+           synchronization: not modelled). \
            Memory, not asserted: as transformers' GPT-2 code with exact GELU and no dropout \
            (MPT's low-precision LayerNorm and its default flash-attn fused cross-entropy, \
            `modeling_mpt.py` `loss_fn`, are not expressible), 30 of the 129 published runs \

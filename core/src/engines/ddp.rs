@@ -127,6 +127,11 @@ impl EngineModel for DdpOptions {
             states_sharded: false,
             host: HostTransfers::None,
             edges: super::DpEdges::LastBucket,
+            gather_ops: super::Collectives::Buckets { elements: u64::MAX },
+            // `bucket_cap_mb` MiB of gradients per bucket (torch `nn/parallel/distributed.py`)
+            reduce_ops: super::Collectives::Buckets {
+                elements: ((self.bucket_cap_mb.max(0.0) * 1048576.0) as u64 / b.grad.max(1)).max(1),
+            },
         }
     }
 }

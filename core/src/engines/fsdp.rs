@@ -194,6 +194,8 @@ impl EngineModel for FsdpOptions {
                 super::HostTransfers::None
             },
             edges: super::DpEdges::Units,
+            gather_ops: super::Collectives::Units,
+            reduce_ops: super::Collectives::Units,
         }
     }
 }

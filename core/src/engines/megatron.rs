@@ -95,6 +95,12 @@ impl EngineModel for MegatronOptions {
         false
     }
     fn traffic(&self, l: &Layout, _: crate::config::Precision, b: StateBytes) -> DpTraffic {
+        // Megatron-Core `DistributedDataParallel`: `bucket_size = max(40000000,
+        // 1000000 * data_parallel_size)` elements when `--ddp-bucket-size` is not given;
+        // the parameter all-gather runs over the same buckets
+        let buckets = super::Collectives::Buckets {
+            elements: 40_000_000u64.max(1_000_000u64.saturating_mul(l.shard_group())),
+        };
         // Megatron-Core DDP (distributed/distributed_data_parallel.py): the gradient buffer
         // (fp32 main_grad when accumulating in fp32) is reduced once per step, after the last
         // micro-batch (no_sync before it); the distributed optimizer reduce-scatters it and
@@ -122,6 +128,8 @@ impl EngineModel for MegatronOptions {
             states_sharded: self.distributed_optimizer,
             host: HostTransfers::None,
             edges: super::DpEdges::LastBucket,
+            gather_ops: buckets,
+            reduce_ops: buckets,
         }
     }
 }

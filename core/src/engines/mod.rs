@@ -280,6 +280,31 @@ pub struct DpTraffic {
     /// What of the traffic no compute can hide, at the ends of a micro-batch (see
     /// [`DpEdges`]).
     pub edges: DpEdges,
+    /// How many collectives one pass of parameter all-gathers is issued as (each pays the
+    /// collective's fixed latency, [`crate::steptime::nccl_latency`]).
+    pub gather_ops: Collectives,
+    /// How many collectives one gradient reduction is issued as.
+    pub reduce_ops: Collectives,
+}
+
+/// How many collectives a pass of data-parallel traffic over a stage's parameters is
+/// issued as: NCCL runs each with a fixed latency besides its bytes
+/// ([`crate::steptime::nccl_latency`]), so many small collectives cost more than one large.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collectives {
+    /// One per FSDP unit: each decoder layer and the root (FSDP2 `foreach_all_gather` and
+    /// `foreach_reduce`, one collective per `fully_shard` module, torch
+    /// `_fully_shard/_fsdp_collectives.py`; FSDP1 one flat parameter per wrapped module).
+    Units,
+    /// One per sub-module holding a parameter of more elements than the threshold
+    /// (DeepSpeed ZeRO-3 `stage3_param_persistence_threshold`: smaller parameters stay
+    /// whole and are never gathered): `fetch_sub_module` all-gathers a module's partitioned
+    /// parameters as one coalesced collective (`runtime/zero/partitioned_param_coordinator.py`,
+    /// `partition_parameters.py` `_all_gather_params`).
+    Modules { persistence_threshold: u64 },
+    /// One per bucket of this many elements (DDP `bucket_cap_mb`, DeepSpeed
+    /// `reduce_bucket_size` and `allgather_bucket_size`, Megatron-Core's `bucket_size`).
+    Buckets { elements: u64 },
 }
 
 /// The data-parallel traffic at the ends of a micro-batch that no compute can hide: the

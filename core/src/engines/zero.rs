@@ -91,6 +91,20 @@ impl ZeroOptions {
             } else {
                 super::DpEdges::LastBucket
             },
+            gather_ops: if stage == 3 {
+                super::Collectives::Modules {
+                    persistence_threshold: self.stage3_param_persistence_threshold,
+                }
+            } else {
+                // ZeRO-1/2 `all_gather_dp_groups` in `allgather_bucket_size` (default 5e8)
+                // element pieces (`runtime/utils.py`, `stage_1_and_2.py`)
+                super::Collectives::Buckets {
+                    elements: 500_000_000,
+                }
+            },
+            reduce_ops: super::Collectives::Buckets {
+                elements: self.reduce_bucket_size.max(1),
+            },
         }
     }
 

@@ -298,10 +298,10 @@ fn gather(bytes: f64, n: u64, bw: f64) -> f64 {
     (n - 1) as f64 / n as f64 * bytes / bw
 }
 
-/// Bandwidth (B/s) of a group of `n` ranks `stride` apart: inside a node when the span fits
-/// in one, else the GPU's network link.
+/// Bandwidth (B/s) of a group of `n` ranks `stride` apart: inside a node when the group
+/// spans one ([`nodes_of`]), else the GPU's network link.
 fn link(perf: &GpuPerf, l: &Layout, n: u64, stride: u64) -> f64 {
-    if n.saturating_mul(stride) <= l.gpus_per_node {
+    if nodes_of(l, n, stride) == 1 {
         perf.intra_node_gbs * GIGA
     } else {
         perf.inter_node_gbs * GIGA

@@ -385,27 +385,28 @@ fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
     }
 }
 
-/// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one of
-/// `tp` ranks (DeepSpeed ZeRO-3 fetches each as one all-gather), and of its first decoder
-/// layer.
-fn fetched_modules(arch: &ModelArch, w: &StageWork, tp: u64, threshold: u64) -> (f64, f64) {
-    use crate::arch::FfnKind;
-    let over = |groups: Vec<crate::model::ParamGroup>| {
-        groups
-            .iter()
-            .filter(|g| {
-                g.rank_shapes(tp)
-                    .iter()
-                    .any(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies) > threshold)
-            })
-            .count() as f64
-    };
-    let dense = over(arch.layer_groups(FfnKind::Dense));
-    let moe = if w.moe_layers > 0 {
-        over(arch.layer_groups(FfnKind::Moe))
-    } else {
-        dense
-    };
+/// Elements of the largest parameter on one of `tp` ranks, for each sub-module of one
+/// decoder layer of `kind` (what DeepSpeed ZeRO-3's persistence threshold compares).
+fn module_elements(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Vec<u64> {
+    arch.layer_groups(kind)
+        .iter()
+        .map(|g| {
+            g.rank_shapes(tp)
+                .iter()
+                .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one
+/// rank (DeepSpeed ZeRO-3 fetches each as one all-gather), and of its first decoder layer.
+fn fetched_modules(work: &LayoutWork, w: &StageWork, threshold: u64) -> (f64, f64) {
+    let over = |sizes: &[u64]| sizes.iter().filter(|&&n| n > threshold).count() as f64;
+    let [dense, moe] = &work.module_elements;
+    let dense = over(dense);
+    let moe = if w.moe_layers > 0 { over(moe) } else { dense };
     let n_dense = w.layers.saturating_sub(w.moe_layers) as f64;
     let mut modules = n_dense * dense + w.moe_layers as f64 * moe;
     // the embedding (first stage) and the LM head (last stage; a tied head is the embedding)
@@ -656,6 +657,9 @@ pub struct LayoutWork {
     /// Model FLOPs per token summed over every stage (the MFU convention).
     flops_per_token: f64,
     seq_len: u64,
+    /// [`module_elements`] of a dense and of a MoE decoder layer (empty without MoE layers),
+    /// on one of the layout's tensor-parallel ranks.
+    module_elements: [Vec<u64>; 2],
 }
 
 /// [`LayoutWork`] of `layout` for sequences of `seq_len` tokens.
@@ -676,10 +680,17 @@ pub fn layout_work(
             stages.push(w);
         }
     }
+    let tp = layout.tensor_parallel_size.max(1);
+    let moe = if n_moe > 0 {
+        module_elements(arch, crate::arch::FfnKind::Moe, tp)
+    } else {
+        Vec::new()
+    };
     LayoutWork {
         stages,
         flops_per_token,
         seq_len,
+        module_elements: [module_elements(arch, crate::arch::FfnKind::Dense, tp), moe],
     }
 }
 
@@ -918,7 +929,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let (modules, first_modules) = match d.gather_ops {
         Collectives::Modules {
             persistence_threshold,
-        } if g > 1 => fetched_modules(arch, &w, tp, persistence_threshold),
+        } if g > 1 => fetched_modules(work, &w, persistence_threshold),
         _ => (0.0, 0.0),
     };
     let gather_ops = collective_count(d.gather_ops, &w, modules);

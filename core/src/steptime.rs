@@ -333,8 +333,9 @@ const NCCL_NET_OVERHEAD_US: f64 = 3.0;
 /// a ring all-gather or reduce-scatter takes `ranks - 1` steps, `nodes - 1` of them across
 /// the network, an all-reduce twice as many; each step inside a node costs 3.4 µs (NVLink)
 /// and each across nodes 14 µs, on top of an 8.4 µs base. An all-reduce may run as a tree
-/// instead (8.4 µs + 2 x ((ranks per node - 1) x 4.0 µs + log2(nodes) x 14 µs)); NCCL picks
-/// the faster algorithm, so the smaller latency is taken. 0 for one rank. Not modelled:
+/// instead (8.4 µs + 2 x ((ranks per node - 1) x 4.0 µs + log2(nodes) x 14 µs), the
+/// logarithm rounded down as NCCL's `log2i`); NCCL picks the faster algorithm, so the
+/// smaller latency is taken. 0 for one rank. Not modelled:
 /// NVLink SHARP (NVLS), PAT, CollNet, the LL and LL128 protocols of small messages.
 pub fn nccl_latency(kind: CollectiveKind, ranks: u64, nodes: u64) -> f64 {
     if ranks <= 1 {
@@ -356,11 +357,12 @@ pub fn nccl_latency(kind: CollectiveKind, ranks: u64, nodes: u64) -> f64 {
     let us = match kind {
         CollectiveKind::AllGather => ring,
         CollectiveKind::AllReduce => {
-            let per_node = ranks.div_ceil(nodes);
+            // as tuning.cc: `nRanks / nNodes` and `log2i`, both rounded down
+            let per_node = ranks / nodes;
             let tree = NCCL_BASE_US
                 + 2.0
                     * ((per_node - 1) as f64 * NCCL_TREE_NVLINK_US
-                        + (nodes as f64).log2() * NCCL_NET_US);
+                        + nodes.ilog2() as f64 * NCCL_NET_US);
             ring.min(tree)
         }
     };

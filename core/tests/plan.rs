@@ -120,6 +120,12 @@ fn nccl_latency_by_hand() {
         nccl_latency(AllReduce, 1024, 128),
         us(8.4 + 2.0 * (7.0 * 4.0 + 7.0 * 14.0))
     ));
+    // 384 ranks on 48 nodes: NCCL's log2i rounds log2(48) down to 5 (ring: 8.4 + 672 x 3.4
+    // + 94 x 14 = 3609.2 us)
+    assert!(close(
+        nccl_latency(AllReduce, 384, 48),
+        us(8.4 + 2.0 * (7.0 * 4.0 + 5.0 * 14.0))
+    ));
 }
 
 #[test]

@@ -127,6 +127,8 @@ impl EngineModel for DdpOptions {
             states_sharded: false,
             host: HostTransfers::None,
             edges: super::DpEdges::LastBucket,
+            // never read: DDP holds whole parameters and gathers nothing
+            // (`gathers_per_micro_batch` 0, no gather after the step)
             gather_ops: super::Collectives::Buckets { elements: u64::MAX },
             // `bucket_cap_mb` MiB of gradients per bucket (torch `nn/parallel/distributed.py`)
             reduce_ops: super::Collectives::Buckets {

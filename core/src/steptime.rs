@@ -14,7 +14,7 @@
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the forward and backward compute it overlaps is counted (not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -629,7 +629,9 @@ pub fn elementwise_bytes(
 
 /// One micro-batch on a stage, seconds: (all of it, forward + backward compute with its
 /// elementwise kernels, [elementwise, recomputation, TP, CP, EP]).
-type StageTime = (f64, f64, [f64; 5]);
+/// A stage's seconds per micro-batch: in all, its forward and backward compute (the
+/// overlap window of data-parallel traffic), the forward's part of that, and the other terms.
+type StageTime = (f64, f64, f64, [f64; 5]);
 
 /// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
 struct Numbers {
@@ -886,18 +888,19 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         (
             per_mb,
             fwd + bwd + elementwise,
+            fwd + ew_fwd + loss_fwd,
             [elementwise, recompute, tp_time, cp_time, ep_time],
         )
     };
-    let mut slowest = (0.0f64, 0.0f64, [0.0f64; 5], StageWork::default());
+    let mut slowest = (0.0f64, 0.0f64, 0.0f64, [0.0f64; 5], StageWork::default());
     for w in &work.stages {
-        let (per_mb, compute, rest) = time_stage(w);
+        let (per_mb, compute, forward, rest) = time_stage(w);
         if per_mb >= slowest.0 {
-            slowest = (per_mb, compute, rest, *w);
+            slowest = (per_mb, compute, forward, rest, *w);
         }
     }
     let model_flops_token = work.flops_per_token;
-    let (t_mb, t_compute_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) = slowest;
+    let (t_mb, t_compute_mb, fwd_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) = slowest;
     let compute = m * (t_compute_mb - t_ew);
     let bubble = if pp > 1 {
         (pp - 1) as f64 / v * t_mb
@@ -972,19 +975,27 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     };
     let edge_gather = gather_of(edge_gathered, edge_gather_ops);
     let edge_reduce = reduce_of(edge_reduced, edge_reduce_ops);
-    let bwd_mb = t_compute_mb * 2.0 / 3.0;
-    let fwd_mb = t_compute_mb - bwd_mb;
+    let bwd_mb = t_compute_mb - fwd_mb;
     let dp = if d.overlapped {
-        // hidden behind the compute it runs under, apart from the edges: per micro-batch
-        // traffic behind that micro-batch, the boundary's reduction behind the last
-        // backward, the once-per-step gather behind the forward after it
-        let (mut per_mb_comm, mut per_mb_edges) = (gathers, 0.0);
-        if d.gathers_per_micro_batch > 0 {
-            per_mb_edges += edge_gather;
-        }
+        // hidden behind the compute of the pass it runs in, apart from the edges: a micro-
+        // batch's first gather behind its forward; the backward's gather (resharded
+        // parameters fetched again) and its gradients' reduction behind its backward (a
+        // gradient is reduced only once computed, and an engine prefetches one unit or
+        // bucket ahead, not into the other pass: torch `_fsdp_state.py` /
+        // `_runtime_utils.py` prefetch, DeepSpeed `stage3.py` and `partitioned_param_
+        // coordinator.py`); the boundary's reduction behind the last backward, the
+        // once-per-step gather behind the forward after it
+        let gather_pass = gather_of(pr, gather_ops);
+        let (fwd_comm, fwd_edges) = if d.gathers_per_micro_batch > 0 {
+            (gather_pass, edge_gather)
+        } else {
+            (0.0, 0.0)
+        };
+        let mut bwd_comm = d.gathers_per_micro_batch.saturating_sub(1) as f64 * gather_pass;
+        let mut bwd_edges = 0.0;
         if d.reduce_every_micro_batch {
-            per_mb_comm += reduce;
-            per_mb_edges += edge_reduce;
+            bwd_comm += reduce;
+            bwd_edges += edge_reduce;
         }
         let hidden = |comm: f64, edges: f64, under: f64| edges + (comm - edges - under).max(0.0);
         let boundary = if d.reduce_every_micro_batch {
@@ -999,7 +1010,9 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         } else {
             after_step
         };
-        m * hidden(per_mb_comm, per_mb_edges, t_compute_mb) + boundary + step_gather
+        m * (hidden(fwd_comm, fwd_edges, fwd_mb) + hidden(bwd_comm, bwd_edges, bwd_mb))
+            + boundary
+            + step_gather
     } else {
         let per_step = if d.reduce_every_micro_batch { m } else { 1.0 };
         m * gathers + per_step * reduce + after_step

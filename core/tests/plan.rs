@@ -217,6 +217,46 @@ fn the_ends_of_a_micro_batch_stay_exposed() {
 }
 
 #[test]
+fn data_parallel_traffic_hides_only_behind_its_own_pass() {
+    // Llama-3.2-1B on 8 H100 in a node, FSDP2 without resharding after forward, b 1, s 512,
+    // pure bf16 (e = 2 B): each unit is all-gathered once, before its forward, and its
+    // gradients reduce-scattered in its backward (both bf16). Every unit's gather:
+    // c = 7/8 x P x 2 B / 450e9 + 17 units x 32.2 us (P = 1 235 814 400; ring latency over
+    // 8 ranks in a node 8.4 + 7 x 3.4 us), the reduction the same bytes and collectives.
+    let t = time_of(json!({
+        "model": {"preset": "llama-3.2-1b"},
+        "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "bf16"},
+        "engine": {"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false},
+        "hardware": {"gpu": "h100-80gb", "num_gpus": 8}
+    }));
+    let lat = 32.2e-6;
+    let c = 7.0 / 8.0 * 1_235_814_400.0 * 2.0 / 450e9 + 17.0 * lat;
+    // the forward it can hide behind: matmuls 2 x 1 235 746 816 FLOPs per token at
+    // 989e12 x 0.6, attention 16 layers x 2 x 32 heads x 128 x (512 + 1)/2 keys per token
+    // at 989e12 x 0.35, the elementwise kernels' forward bytes per token (as in
+    // elementwise_kernels_by_hand: 16 x 313 344 + the loss's 128 256 x 14) at 3.35e12 B/s
+    let tokens = 512.0;
+    let fwd = tokens
+        * (2.0 * 1_235_746_816.0 / (989e12 * 0.6)
+            + 16.0 * 2.0 * 32.0 * 128.0 * 256.5 / (989e12 * 0.35)
+            + (16.0 * 313_344.0 + 128_256.0 * 14.0) / 3350e9);
+    // the backward (twice the matmuls, 2.5 x attention, 16 x 450 560 + 128 256 x 22 bytes)
+    // outlasts the reduction, which hides but for its edge (the root's and the first
+    // layer's gradients, reduced after the last backward computation: 2 collectives of
+    // E + L elements, as in the_ends_of_a_micro_batch_stay_exposed); the forward is
+    // shorter than the gather (3.2 against 4.8 ms), which is exposed by the difference:
+    // data parallel = c - fwd + edge. (Pooled over both passes, the 9.6 ms of traffic would
+    // hide behind all but 0.5 ms of the 9.1 ms of compute.)
+    let edge = 7.0 / 8.0 * (262_668_288.0 + 10_485_760.0 + 50_331_648.0 + 4_224.0) * 2.0 / 450e9
+        + 2.0 * lat;
+    let expected = c - fwd + edge;
+    assert!(
+        close(term(&t, "data_parallel"), expected),
+        "{t:?} {expected}"
+    );
+}
+
+#[test]
 fn the_dense_compute_term_follows_the_flop_count() {
     // Llama-3.2-1B on one H100, b 1, s 1024, bf16, no recomputation. Matmul parameters per
     // token: 16 layers x (attention 2048 x (2048 + 2 x 512 + 2048) + MLP 3 x 2048 x 8192)

@@ -607,6 +607,18 @@ fn step_time(o: &mut String) {
            -14.2..+2.0 % -> -14.6..+1.5 % (each layer's TP all-reduces: 56 us over 8 ranks), \
            llm-foundry's 128-512 GPU H100 runs +9 -> +5 % (signed median; 7B at micro-batch 6 \
            +11..+20 % -> -2..+5 %), the README's 70B -10.3 -> -11.1 %.\n\
+         * Until late on 2026-11-24 a micro-batch's data-parallel traffic hid behind its forward and \
+           backward compute pooled; it now hides only behind the compute of its own pass: a \
+           micro-batch's first parameter gather behind its forward, the backward's re-gather and \
+           the gradients' reduction behind its backward (a gradient is reduced once computed, \
+           and FSDP and ZeRO-3 prefetch one unit or bucket ahead, not into the other pass). \
+           This matters where the passes' traffic is unequal, as under llm-foundry's fp32 \
+           gradient reduction (2 bytes gathered, 4 reduced), and each pass's compute is now \
+           its own (attention's backward is 2.5 times its forward, not 2). Written from the \
+           engines' prefetch and run once. All 174 cases: median 20.39 -> 20.25 %; held out \
+           unchanged (21.7 %); llm-foundry's 3B on 32 and 64 H100 +23.3 / +22.0 % -> +15.3 / \
+           +14.1 %, its 128-512 GPU H100 runs +5.0 -> +3.4 % (signed median); torchtitan's \
+           H200 runs -0.7 / +0.8 % -> -3.5 / -3.4 %.\n\
          * torchtitan's H100s are the 96 GB HBM2e part at a 500 W limit, whose peak lies between \
            the SXM and NVL figures (the benchmark's own footnote: MFU 33-39 % measured against \
            the SXM peak); the preset is the 700 W SXM5 card. Every torchtitan H100 case is \

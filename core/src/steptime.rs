@@ -23,11 +23,12 @@
 //! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
 //! efficiency, [`TimeAssumptions::compute_efficiency`]; memory-bound kernels (eager
 //! attention's, the elementwise kernels, the optimizer step) at the datasheet memory
-//! bandwidth. Links at their datasheet bandwidth. Each collective's latency by NCCL's own model ([`nccl_latency`]); not
-//! counted for the CP, EP and pipeline exchanges (point-to-point). Not modelled: kernel launch gaps,
-//! communication slowing concurrent compute, `torch.compile` beyond its elementwise fusion,
-//! Float8's casts and scales, asynchronous TP, the CPU optimizer step of offloading engines,
-//! the vision tower.
+//! bandwidth. Links at their datasheet bandwidth. Each collective's latency by NCCL's own
+//! model ([`nccl_latency`]); not counted for the CP, EP and pipeline exchanges
+//! (point-to-point). Not modelled: kernel launch gaps, communication slowing concurrent
+//! compute, `torch.compile` beyond its elementwise fusion, Float8's casts and scales,
+//! asynchronous TP and Megatron's TP communication overlap (`--tp-comm-overlap`, Transformer
+//! Engine userbuffers), the CPU optimizer step of offloading engines, the vision tower.
 //!
 //! MFU follows the published convention (PaLM appendix B, torchtitan, Megatron): model
 //! FLOPs `6 N + 12 L s H d` per token (attention over the whole sequence, no

@@ -629,9 +629,8 @@ pub fn elementwise_bytes(
 }
 
 /// One micro-batch on a stage, seconds: (all of it, forward + backward compute with its
-/// elementwise kernels, [elementwise, recomputation, TP, CP, EP]).
-/// A stage's seconds per micro-batch: in all, its forward and backward compute (the
-/// overlap window of data-parallel traffic), the forward's part of that, and the other terms.
+/// elementwise kernels (the window data-parallel traffic overlaps), the forward's part of
+/// that, [elementwise, recomputation, TP, CP, EP]).
 type StageTime = (f64, f64, f64, [f64; 5]);
 
 /// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
@@ -978,14 +977,14 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let edge_reduce = reduce_of(edge_reduced, edge_reduce_ops);
     let bwd_mb = t_compute_mb - fwd_mb;
     let dp = if d.overlapped {
-        // hidden behind the compute of the pass it runs in, apart from the edges: a micro-
-        // batch's first gather behind its forward; the backward's gather (resharded
+        // hidden behind the compute of the pass it runs in, apart from the edges: a
+        // micro-batch's first gather behind its forward; the backward's gather (resharded
         // parameters fetched again) and its gradients' reduction behind its backward (a
         // gradient is reduced only once computed, and an engine prefetches one unit or
-        // bucket ahead, not into the other pass: torch `_fsdp_state.py` /
-        // `_runtime_utils.py` prefetch, DeepSpeed `stage3.py` and `partitioned_param_
-        // coordinator.py`); the boundary's reduction behind the last backward, the
-        // once-per-step gather behind the forward after it
+        // bucket ahead, not into the other pass: torch `_fsdp_state.py` and
+        // `_runtime_utils.py` prefetch, DeepSpeed `partitioned_param_coordinator.py`); the
+        // boundary's reduction behind the last backward, the once-per-step gather behind the
+        // forward after it
         let gather_pass = gather_of(pr, gather_ops);
         let (fwd_comm, fwd_edges) = if d.gathers_per_micro_batch > 0 {
             (gather_pass, edge_gather)

@@ -183,6 +183,13 @@ struct StageWork {
     moe_layers: u64,
 }
 
+impl StageWork {
+    /// Decoder layers of the stage without experts.
+    fn dense_layers(&self) -> u64 {
+        self.layers.saturating_sub(self.moe_layers)
+    }
+}
+
 /// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step).
 fn stage_work(
     arch: &ModelArch,
@@ -410,7 +417,7 @@ fn fetched_modules(work: &LayoutWork, w: &StageWork, threshold: u64) -> (f64, f6
     let [dense, moe] = &work.module_elements;
     let dense = over(dense);
     let moe = if w.moe_layers > 0 { over(moe) } else { dense };
-    let n_dense = w.layers.saturating_sub(w.moe_layers) as f64;
+    let n_dense = w.dense_layers() as f64;
     let mut modules = n_dense * dense + w.moe_layers as f64 * moe;
     // the embedding (first stage) and the LM head (last stage; a tied head is the embedding)
     if w.embed_rank > 0.0 {
@@ -792,10 +799,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let time_stage = |w: &StageWork| -> StageTime {
         let per_gpu = tokens / tp as f64;
         // memory-bound elementwise kernels at memory bandwidth
-        let (n_moe, n_dense) = (
-            w.moe_layers as f64,
-            w.layers.saturating_sub(w.moe_layers) as f64,
-        );
+        let (n_moe, n_dense) = (w.moe_layers as f64, w.dense_layers() as f64);
         let layers_ew = |dense: f64, moe: f64| tokens * (n_dense * dense + n_moe * moe) * per_byte;
         let (ew_fwd, ew_bwd) = (
             layers_ew(ew.dense.0, ew.moe.0),
@@ -952,16 +956,17 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let reduce = reduce_of(pr, reduce_ops);
     let gather_of =
         |params: f64, ops: f64| ops * gather_lat + gather(params * d.param_bytes as f64, g, dp_bw);
-    let gathers = d.gathers_per_micro_batch as f64 * gather_of(pr, gather_ops);
+    // one pass of parameter all-gathers over the stage
+    let gather_pass = gather_of(pr, gather_ops);
+    let gathers = d.gathers_per_micro_batch as f64 * gather_pass;
     let after_step = if d.gather_after_step {
-        gather_of(pr, gather_ops)
+        gather_pass
     } else {
         0.0
     };
     // the ends of a micro-batch no compute hides (DpEdges): parameters gathered before its
     // first forward computes, gradients of its last backward computation reduced after it
-    // (each a part of the stage's parameters `pr`)
-    // (parameters, collectives) gathered and reduced at the ends
+    // (each a part of the stage's parameters `pr`, and the collectives it is issued as)
     let ((edge_gathered, edge_gather_ops), (edge_reduced, edge_reduce_ops)) = match d.edges {
         DpEdges::Units => {
             let units = w.root_rank + w.first_layer_rank;
@@ -985,7 +990,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         // `_runtime_utils.py` prefetch, DeepSpeed `partitioned_param_coordinator.py`); the
         // boundary's reduction behind the last backward, the once-per-step gather behind the
         // forward after it
-        let gather_pass = gather_of(pr, gather_ops);
         let (fwd_comm, fwd_edges) = if d.gathers_per_micro_batch > 0 {
             (gather_pass, edge_gather)
         } else {

@@ -240,13 +240,14 @@ fn data_parallel_traffic_hides_only_behind_its_own_pass() {
         * (2.0 * 1_235_746_816.0 / (989e12 * 0.6)
             + 16.0 * 2.0 * 32.0 * 128.0 * 256.5 / (989e12 * 0.35)
             + (16.0 * 313_344.0 + 128_256.0 * 14.0) / 3350e9);
-    // the backward (twice the matmuls, 2.5 x attention, 16 x 450 560 + 128 256 x 22 bytes)
-    // outlasts the reduction, which hides but for its edge (the root's and the first
-    // layer's gradients, reduced after the last backward computation: 2 collectives of
-    // E + L elements, as in the_ends_of_a_micro_batch_stay_exposed); the forward is
-    // shorter than the gather (3.2 against 4.8 ms), which is exposed by the difference:
-    // data parallel = c - fwd + edge. (Pooled over both passes, the 9.6 ms of traffic would
-    // hide behind all but 0.5 ms of the 9.1 ms of compute.)
+    // the backward (twice the matmuls, 2.5 x attention, 16 x 450 560 + 128 256 x 22 bytes:
+    // 5.9 ms) outlasts the reduction (5.4 ms), which hides but for its edge (the root's and
+    // the first layer's gradients, reduced after the last backward computation: 2
+    // collectives of E + L elements, as in the_ends_of_a_micro_batch_stay_exposed); the
+    // forward is
+    // shorter than the gather (3.2 against 4.8 + 0.5 ms), which is exposed by the
+    // difference: data parallel = c - fwd + edge = 3.5 ms. (Pooled over both passes, the
+    // 10.7 ms of traffic against 9.1 ms of compute would expose 1.6 ms.)
     let edge = 7.0 / 8.0 * (262_668_288.0 + 10_485_760.0 + 50_331_648.0 + 4_224.0) * 2.0 / 450e9
         + 2.0 * lat;
     let expected = c - fwd + edge;

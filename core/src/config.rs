@@ -898,6 +898,14 @@ pub struct FsdpOptions {
     /// Parameters, gradients and optimizer states in CPU memory (FSDP2 `CPUOffloadPolicy`,
     /// FSDP1 `CPUOffload(offload_params=True)`).
     pub cpu_offload: bool,
+    /// FSDP2 under torchao float8 (`precision: fp8`): the float8 linear layers' weights are
+    /// cast to float8 before the all-gather, so they are gathered and held unsharded in 1
+    /// byte per element instead of `param_dtype` (torchao `Float8LinearConfig`
+    /// `enable_fsdp_float8_all_gather`, `float8/fsdp_utils.py`
+    /// `WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather`; torchtitan
+    /// `float8.enable_fsdp_float8_all_gather`). Default false. Errors: set with FSDP1 or
+    /// another precision.
+    pub float8_all_gather: bool,
 }
 
 impl Default for FsdpOptions {
@@ -910,6 +918,7 @@ impl Default for FsdpOptions {
             param_dtype: None,
             reduce_dtype: None,
             cpu_offload: false,
+            float8_all_gather: false,
         }
     }
 }

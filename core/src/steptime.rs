@@ -14,7 +14,7 @@
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -179,6 +179,13 @@ struct StageWork {
     root_rank: f64,
     /// Of `params_rank`: the stage's first decoder layer.
     first_layer_rank: f64,
+    /// Of `params_rank`: the decoder layers' linear weights torchao's float8 converts
+    /// (attention, dense MLP and shared-expert projections; not routers, routed experts or
+    /// the LM head), gathered in 1 byte under FSDP2's float8 all-gather; their biases, under
+    /// 0.1 % of a layer where a model has them, counted with them.
+    float8_rank: f64,
+    /// Of `first_layer_rank`: its float8 linear weights.
+    first_layer_float8: f64,
     layers: u64,
     moe_layers: u64,
 }
@@ -208,14 +215,15 @@ fn stage_work(
     } else {
         0.0
     };
-    let (moe_active, moe_dense_part, moe_experts) = match (&arch.moe, n_moe) {
+    let (moe_active, moe_dense_part, moe_experts, moe_shared) = match (&arch.moe, n_moe) {
         (Some(m), k) if k > 0 => {
             let experts = p.experts as f64 / k as f64;
-            let dense = (p.shared_experts + p.router) as f64 / k as f64;
+            let shared = p.shared_experts as f64 / k as f64;
+            let dense = shared + p.router as f64 / k as f64;
             let frac = m.num_experts_per_tok as f64 / m.num_experts.max(1) as f64;
-            (experts * frac + dense, dense, experts)
+            (experts * frac + dense, dense, experts, shared)
         }
-        _ => (0.0, 0.0, 0.0),
+        _ => (0.0, 0.0, 0.0, 0.0),
     };
     let heads = arch.num_attention_heads as f64;
     let dims = (arch.qk_head_dim() + arch.v_head_dim()) as f64;
@@ -269,12 +277,14 @@ fn stage_work(
     w.params_rank = dense_params / tp + expert_params / etp_ep;
     w.embed_rank = embed / tp;
     w.root_rank = root / tp;
-    w.first_layer_rank = if end == start {
-        0.0
+    let (dense_float8, moe_float8) = (attn + dense_mlp, attn + moe_shared);
+    w.float8_rank = (dense_f * dense_float8 + moe_f * moe_float8) / tp;
+    (w.first_layer_rank, w.first_layer_float8) = if end == start {
+        (0.0, 0.0)
     } else if arch.moe_layers_in(start, start + 1) > 0 {
-        moe_layer / tp + moe_experts / etp_ep
+        (moe_layer / tp + moe_experts / etp_ep, moe_float8 / tp)
     } else {
-        dense_layer / tp
+        (dense_layer / tp, dense_float8 / tp)
     };
     w
 }
@@ -954,10 +964,14 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             }
     };
     let reduce = reduce_of(pr, reduce_ops);
-    let gather_of =
-        |params: f64, ops: f64| ops * gather_lat + gather(params * d.param_bytes as f64, g, dp_bw);
+    // `params` elements, `float8` of them gathered in 1 byte (FSDP2's float8 all-gather)
+    let gather_of = |params: f64, float8: f64, ops: f64| {
+        let float8 = if d.float8_gather { float8 } else { 0.0 };
+        let bytes = (params - float8) * d.param_bytes as f64 + float8;
+        ops * gather_lat + gather(bytes, g, dp_bw)
+    };
     // one pass of parameter all-gathers over the stage
-    let gather_pass = gather_of(pr, gather_ops);
+    let gather_pass = gather_of(pr, w.float8_rank, gather_ops);
     let gathers = d.gathers_per_micro_batch as f64 * gather_pass;
     let after_step = if d.gather_after_step {
         gather_pass
@@ -978,7 +992,13 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         ),
         DpEdges::LastBucket => ((0.0, 0.0), (w.embed_rank, 1.0)),
     };
-    let edge_gather = gather_of(edge_gathered, edge_gather_ops);
+    // of the edge's gathered parameters, the first layer's float8 weights (the root has none)
+    let edge_float8 = if edge_gathered > 0.0 {
+        w.first_layer_float8
+    } else {
+        0.0
+    };
+    let edge_gather = gather_of(edge_gathered, edge_float8, edge_gather_ops);
     let edge_reduce = reduce_of(edge_reduced, edge_reduce_ops);
     let bwd_mb = t_compute_mb - fwd_mb;
     let dp = if d.overlapped {

@@ -167,6 +167,70 @@ fn fsdp2_pipeline_stages_accumulate_unsharded_gradients() {
 }
 
 #[test]
+fn fsdp2_float8_all_gather_holds_linear_weights_in_one_byte() {
+    // torchao's float8 all-gather (engine.float8_all_gather, torchao fsdp_utils.py
+    // fsdp_pre_all_gather): the float8 linears' weight shards are cast to float8 before
+    // FSDP2 gathers them, so the gathered and kept-unsharded weights take 1 B, not
+    // param_dtype's 2. The case of the test above under precision fp8: Llama-3.2-1B, PP 2 x
+    // DP 4, every layer kept unsharded after forward (reshard_after_forward false under PP).
+    // Per layer the linear weights are q 4 194 304 + k, v 1 048 576 each + o 4 194 304 +
+    // gate, up, down 16 777 216 each = 60 817 408 (every dimension divisible by 16), the
+    // two norms 4 096 stay bf16; the root (tied embedding 262 668 288 + final norm 2 048)
+    // has no float8 linear.
+    let run = |float8_all_gather: bool| {
+        est(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"seq_len": 1024, "gradient_accumulation_steps": 4, "precision": "fp8"},
+            "parallelism": {"pipeline_parallel_size": 2},
+            "engine": {"type": "fsdp", "float8_all_gather": float8_all_gather},
+            "hardware": {"num_gpus": 8}
+        }))
+    };
+    let (bf16, float8) = (run(false), run(true));
+    let stage = 749_242_368u64;
+    let linear = 60_817_408u64;
+    // bf16 gathers: the root, 8 kept layers and the prefetched layer's all-gather buffer,
+    // and the fp32 gradients accumulated over micro-batches (as in the test above)
+    assert_eq!(
+        c(&bf16, "backward", "gathered_parameters"),
+        2 * (262_670_336 + 9 * LAYER_1B) + 4 * stage
+    );
+    // float8: the 9 layers' linear weights in 1 B, their norms and the root in 2 B; the
+    // gradients stay fp32 (Float8TrainingTensor keeps param_dtype as its dtype)
+    assert_eq!(
+        c(&float8, "backward", "gathered_parameters"),
+        2 * (262_670_336 + 9 * (LAYER_1B - linear)) + 9 * linear + 4 * stage
+    );
+    // the sharded fp32 weights are the same
+    assert_eq!(
+        c(&float8, "optimizer_step", "weights"),
+        c(&bf16, "optimizer_step", "weights")
+    );
+    // only FSDP2 under fp8 has it
+    for (engine, precision) in [
+        (
+            json!({"type": "fsdp", "float8_all_gather": true}),
+            "amp_bf16",
+        ),
+        (
+            json!({"type": "fsdp", "fsdp_version": 1, "float8_all_gather": true}),
+            "fp8",
+        ),
+    ] {
+        let errs = errors_of(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"precision": precision},
+            "engine": engine,
+            "hardware": {"num_gpus": 8}
+        }));
+        assert!(
+            errs.iter().any(|e| e.field == "engine.float8_all_gather"),
+            "{errs:?}"
+        );
+    }
+}
+
+#[test]
 fn pipeline_schedules_keep_sends_and_losses_of_in_flight_micro_batches() {
     // Llama-3.2-1B, PP 2 x DP 4, 4 micro-batches of 1 x 1024 tokens, FSDP2 (AMP bf16 ->
     // param_dtype bf16: activations and the residual stream in 2 B). On the last stage

@@ -125,6 +125,14 @@ fn plans() -> Vec<(Format, Config)> {
             json!({"training": {"precision": "fp8"}, "engine": {"param_dtype": "fp32"}}),
         ),
     ));
+    // FSDP2's float8 all-gather (written as [float8] enable_fsdp_float8_all_gather)
+    out.push((
+        Format::Torchtitan,
+        tt2(
+            json!({"tensor_parallel_size": 8, "sequence_parallel": true}),
+            json!({"training": {"precision": "fp8"}, "engine": {"float8_all_gather": true}}),
+        ),
+    ));
     out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 4, "pipeline_schedule": "1f1b"}), json!({"training": {"gradient_accumulation_steps": 8}}))));
     // an uneven split with virtual stages: written as module_fqns_per_model_part
     out.push((Format::Torchtitan, tt2(json!({"tensor_parallel_size": 8, "sequence_parallel": true, "pipeline_parallel_size": 8, "virtual_pipeline_parallel_size": 2, "first_pipeline_stage_layers": 16, "last_pipeline_stage_layers": 14}), json!({"model": {"preset": "llama-3.1-405b"}, "training": {"gradient_accumulation_steps": 32}, "hardware": {"num_gpus": 512}}))));
@@ -493,6 +501,49 @@ fn titan(name: &str, flavor: &str, parallelism: &str) -> String {
     format!(
         "[model]\nname = \"{name}\"\nflavor = \"{flavor}\"\n[training]\nlocal_batch_size = 8\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = 8\ntensor_parallel_degree = 8\npipeline_parallel_microbatch_size = 1\n{parallelism}"
     )
+}
+
+#[test]
+fn torchtitan_float8_all_gather_in_both_spellings() {
+    let base = cfg(json!({"hardware": {"gpu": "h100-80gb"}}));
+    let read = |extra: &str| {
+        let text = format!("{}{extra}", titan("llama3", "8B", ""));
+        import(&text, &base, None).unwrap_or_else(|e| panic!("{e:?}\n{text}"))
+    };
+    let float8_all_gather = |im: &calc_core::formats::Imported| match &im.config.engine {
+        calc_core::config::Engine::Fsdp(f) => f.float8_all_gather,
+        e => panic!("{e:?}"),
+    };
+    // torchtitan at the end of 2024 (train_configs/llama3_405b.toml at 9dec370): float8
+    // switched on and its all-gather in [float8]
+    let im = read("[float8]\nenable_float8_linear = true\nenable_fsdp_float8_all_gather = true\n");
+    assert_eq!(
+        im.config.training.precision,
+        calc_core::config::Precision::Fp8
+    );
+    assert!(float8_all_gather(&im));
+    // 2025: the converter and [quantize.linear.float8]
+    // without a float8 converter there is nothing to gather in float8: not read, and why
+    let im = read("[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
+    assert!(!float8_all_gather(&im));
+    assert!(
+        im.ignored.iter().any(
+            |i| i.key == "quantize.linear.float8.enable_fsdp_float8_all_gather"
+                && i.reason.contains("no float8 converter")
+        ),
+        "{:?}",
+        im.ignored
+    );
+    let text = titan("llama3", "8B", "").replace(
+        "flavor = \"8B\"\n",
+        "flavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n",
+    ) + "[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n";
+    let im = import(&text, &base, None).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    assert_eq!(
+        im.config.training.precision,
+        calc_core::config::Precision::Fp8
+    );
+    assert!(float8_all_gather(&im));
 }
 
 #[test]

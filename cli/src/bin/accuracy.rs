@@ -634,9 +634,13 @@ fn step_time(o: &mut String) {
            applied with or without the float8 converter, and the bf16 compute the precision's \
            2-byte activations already assumed. Before, the fp32 weights were gathered: found \
            when TH-8B-64 (train) read -24 %, limited by that traffic; TT-3c then read -2.7 % \
-           for the same reason. Not modelled: torchao's float8 all-gather \
-           (`enable_fsdp_float8_all_gather`, on in the TH runs), which gathers the linear \
-           weights in 1 byte.\n\
+           for the same reason. torchao's float8 all-gather (`enable_fsdp_float8_all_gather`), \
+           which gathers the float8 linear weights in 1 byte, is `engine.float8_all_gather` \
+           since 2026-11-24 (memory and step time, from torchao's `fsdp_pre_all_gather`) and \
+           set where the source says it: the TH runs' command line and torchtitan 9dec370's \
+           405B config (TT-5a/b, TT-6a-d). TH-8B-32 / 64 -3.5 / -3.4 % -> -0.5 / +1.1 %; \
+           TT-5a/b +95.0 / +66.6 % -> +96.0 / +67.6 %; TT-6 unchanged (their parameter \
+           traffic hides under compute either way).\n\
          * `torch.compile` is modelled only as its fusion of the elementwise kernels, and only \
            where `training.compile` is expressible (recomputation `none` or `full`): TT-1b, \
            TT-1c, TT-3b, TT-3c and the H200 runs (per-op recomputation) are the eager estimate \

@@ -26,6 +26,7 @@ const FSDP2_KEYS: &[&str] = &[
     "param_dtype",
     "reduce_dtype",
     "cpu_offload",
+    "float8_all_gather",
 ];
 
 impl FsdpOptions {
@@ -196,6 +197,7 @@ impl EngineModel for FsdpOptions {
             edges: super::DpEdges::Units,
             gather_ops: super::Collectives::Units,
             reduce_ops: super::Collectives::Units,
+            float8_gather: self.fsdp_version == 2 && self.float8_all_gather,
         }
     }
 }

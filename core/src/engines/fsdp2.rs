@@ -19,6 +19,10 @@
 //! * `foreach_reduce`: a unit's unsharded gradients (param dtype) are copied into a
 //!   reduce-scatter input of `ranks x padded shard` elements in `reduce_dtype`; the output
 //!   (padded shard, `reduce_dtype`) becomes the sharded gradient in the parameter's dtype.
+//! * torchao float8 with `enable_fsdp_float8_all_gather` (`float8/fsdp_utils.py`
+//!   `WeightWithDynamicFloat8CastTensor`): `fsdp_pre_all_gather` casts a float8 linear's
+//!   weight shard to float8, so it is gathered and held unsharded (`fsdp_post_all_gather`
+//!   wraps the gathered bytes) in 1 byte per element; its gradient keeps `param_dtype`.
 
 use super::{GatherMoments, States, shard};
 use crate::config::{FsdpOptions, ReshardAfterForward};
@@ -56,9 +60,21 @@ impl Which {
 /// unsharded tensors an all-gather rebuilds (`ranks x` the shard). `Which::Layer` counts one
 /// decoder layer, the others every unit of the GPU.
 fn padded(p: &RankParams, which: Which, ranks: u64, expert_ranks: u64, unsharded: bool) -> u64 {
+    padded_where(p, which, ranks, expert_ranks, unsharded, |_| true)
+}
+
+/// [`padded`] over the tensors `keep` selects.
+fn padded_where(
+    p: &RankParams,
+    which: Which,
+    ranks: u64,
+    expert_ranks: u64,
+    unsharded: bool,
+    keep: impl Fn(&Dim0) -> bool,
+) -> u64 {
     p.tensors
         .iter()
-        .filter(|t| which.has(t))
+        .filter(|t| which.has(t) && keep(t))
         .map(|t| {
             let ranks = if t.expert { expert_ranks } else { ranks };
             let units = match which {
@@ -118,23 +134,45 @@ impl FsdpOptions {
     ///   reduce-scatter input (`reduce_dtype`, kept until the next reduce-scatter) and the
     ///   layers still kept (the layer's own gradients are its backward transient);
     /// * end of backward: the root's unsharded gradients and its reduce-scatter input.
+    ///
+    /// With `float8_all_gather` the float8 linear weights ([`Dim0::float8`]) are gathered,
+    /// held unsharded and kept after forward in 1 byte per element (torchao
+    /// `fsdp_post_all_gather` wraps the gathered float8 data itself); their gradients, and
+    /// everything else, keep `param_dtype`.
     fn moments(&self, r: &Resolved, p: &RankParams, param: u64, reduce: u64) -> GatherMoments {
         let l = &r.layout;
         let (g, eg) = (self.group2(l), self.expert_group2(l));
         let unsharded = |which: Which| padded(p, which, g, eg, true);
-        let root = unsharded(Which::Root);
-        let layer = [FfnKind::Dense, FfnKind::Moe]
-            .iter()
-            .map(|&k| unsharded(Which::Layer(k)))
-            .max()
-            .unwrap_or(0);
-        let layers = unsharded(Which::All) - root;
-        let raf = self.raf(l);
-        let kept = match raf {
-            ReshardAfterForward::Always(true) => 0,
-            ReshardAfterForward::Always(false) => layers,
-            ReshardAfterForward::Group(k) => layers.div_ceil(k),
+        let float8 = |which: Which| {
+            if self.float8_all_gather {
+                padded_where(p, which, g, eg, true, |t| t.float8)
+            } else {
+                0
+            }
         };
+        let root = unsharded(Which::Root);
+        // the decoder layer of the kind with the most unsharded elements (gradients) and
+        // of the kind with the most unsharded bytes, as (elements, of them float8)
+        let kinds = [FfnKind::Dense, FfnKind::Moe]
+            .map(|k| (unsharded(Which::Layer(k)), float8(Which::Layer(k))));
+        let layer = kinds.iter().map(|k| k.0).max().unwrap_or(0);
+        let (layer_all, layer8) = kinds
+            .iter()
+            .copied()
+            .max_by_key(|&(all, f8)| (all - f8) * param + f8)
+            .unwrap_or((0, 0));
+        let layers = unsharded(Which::All) - root;
+        let layers8 = float8(Which::All) - float8(Which::Root);
+        let raf = self.raf(l);
+        let keep = |x: u64| match raf {
+            ReshardAfterForward::Always(true) => 0,
+            ReshardAfterForward::Always(false) => x,
+            ReshardAfterForward::Group(k) => x.div_ceil(k),
+        };
+        let kept = keep(layers);
+        // held in `param_dtype` / in float8
+        let (kept_p, kept8) = (keep(layers - layers8), keep(layers8));
+        let layer_p = layer_all - layer8;
         // the root unit stays unsharded from forward into backward unless it was given an
         // int (measured: with `True` passed explicitly torch keeps the root's parameters
         // for backward; with an int it keeps a shard over that many ranks and all-gathers
@@ -145,8 +183,12 @@ impl FsdpOptions {
         };
         let pb = || bytes(param);
         let root_n = || n(root, "root unit params padded");
-        let layer_n = |label: &'static str| n(layer, label);
-        let kept_n = || n(kept, "layer params kept after forward");
+        let layer_n = |label: &'static str| n(layer_p, label);
+        let kept_n = || n(kept_p, "layer params kept after forward");
+        // the float8 weights' share (zero, and left out of the formula, without)
+        let f8 = |elems: u64, label: &'static str| bytes(1) * n(elems, label);
+        let layer8_n = || f8(layer8, "float8 linear weights of the layer padded");
+        let kept8_n = || f8(kept8, "float8 linear weights kept after forward");
         let (head_rows, head_cols) = (
             r.arch.vocab_size.div_ceil(l.tensor_parallel_size),
             r.arch.hidden_size,
@@ -174,11 +216,13 @@ impl FsdpOptions {
             Term::zero()
         };
         let forward_start = Term::new(
-            pb() * (root_n() + root_n() + layer_n("params of the first layer padded")),
+            pb() * (root_n() + root_n() + layer_n("params of the first layer padded")) + layer8_n(),
             src,
         );
         let forward_end = Term::new(
-            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather padded")),
+            pb() * (root_n() + kept_n() + layer_n("params of the last all-gather padded"))
+                + kept8_n()
+                + layer8_n(),
             src,
         );
         // backward starts in the root's pre-backward: unshard (all-gather again if it was
@@ -187,7 +231,9 @@ impl FsdpOptions {
         let backward_start = Term::new(
             pb() * (root_n()
                 + kept_n()
-                + layer_n("params of the prefetched layer's all-gather padded")),
+                + layer_n("params of the prefetched layer's all-gather padded"))
+                + kept8_n()
+                + layer8_n(),
             src,
         );
         let regather = root_post_forward.map(|k| {
@@ -195,16 +241,17 @@ impl FsdpOptions {
                 pb() * (root_n()
                     + root_n()
                     + n(root.div_ceil(k), "root params kept sharded after forward")
-                    + kept_n()),
+                    + kept_n())
+                    + kept8_n(),
                 src,
             )
         });
         // without resharding after forward every layer is still unsharded (kept): nothing
         // is all-gathered or prefetched in backward
-        let (running, prefetched) = if kept >= layers {
-            (0, 0)
+        let (running, prefetched, running8) = if kept >= layers {
+            (0, 0, 0)
         } else {
-            (layer, layer)
+            (layer_p, layer_p, layer8)
         };
         // without gradient sync (pipeline micro-batches but the last) nothing is
         // reduce-scattered: the gradients accumulate unsharded (`accumulated`)
@@ -215,6 +262,12 @@ impl FsdpOptions {
                 + n(running, "params of the layer padded")
                 + n(prefetched, "params of the prefetched layer padded")
                 + kept_n())
+                + f8(running8, "float8 linear weights of the layer padded")
+                + f8(
+                    running8,
+                    "float8 linear weights of the prefetched layer padded",
+                )
+                + kept8_n()
                 + bytes(reduce)
                     * n(
                         scattered,
@@ -238,6 +291,7 @@ impl FsdpOptions {
             // created as the unsharded ones are freed)
             Term::new(
                 pb() * (root_n() + kept_n())
+                    + kept8_n()
                     + bytes(reduce)
                         * n(
                             root.max(layer),
@@ -406,6 +460,7 @@ mod tests {
             expert,
             layer: None,
             embedding: false,
+            float8: false,
         }
     }
 

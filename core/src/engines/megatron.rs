@@ -130,6 +130,7 @@ impl EngineModel for MegatronOptions {
             edges: super::DpEdges::LastBucket,
             gather_ops: buckets,
             reduce_ops: buckets,
+            float8_gather: false,
         }
     }
 }

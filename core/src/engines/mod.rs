@@ -285,6 +285,10 @@ pub struct DpTraffic {
     pub gather_ops: Collectives,
     /// How many collectives one gradient reduction is issued as.
     pub reduce_ops: Collectives,
+    /// The decoder layers' linear weights are all-gathered in float8, 1 byte per element,
+    /// the rest in `param_bytes` (FSDP2 `float8_all_gather`, torchao
+    /// `fsdp_pre_all_gather`).
+    pub float8_gather: bool,
 }
 
 /// How many collectives a pass of data-parallel traffic over a stage's parameters is

@@ -105,6 +105,7 @@ impl ZeroOptions {
             reduce_ops: super::Collectives::Buckets {
                 elements: self.reduce_bucket_size.max(1),
             },
+            float8_gather: false,
         }
     }
 

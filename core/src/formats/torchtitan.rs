@@ -256,7 +256,10 @@ pub(super) fn read(im: &mut Import) {
         .flat_map(|v| v.as_array().cloned().unwrap_or_default())
         .map(|c| text(&c))
         .collect();
-    let float8 = converters.iter().any(|c| c.contains("float8"));
+    // torchtitan before its converters (2024) switched float8 on in `[float8]`
+    let switch = im.take("float8.enable_float8_linear");
+    let float8 = converters.iter().any(|c| c.contains("float8"))
+        || switch.as_ref().and_then(super::as_bool) == Some(true);
     let precision = match (float8, param.unwrap_or("bf16")) {
         (true, _) => "fp8",
         (false, "fp32") => "fp32",
@@ -269,6 +272,37 @@ pub(super) fn read(im: &mut Import) {
         "training.precision",
         json!(precision),
     );
+    if let Some(v) = switch {
+        if float8 && converters.is_empty() {
+            im.put(
+                "float8.enable_float8_linear",
+                &v,
+                "training.precision",
+                json!("fp8"),
+            );
+        } else {
+            im.ignore(
+                "float8.enable_float8_linear",
+                "float8 linears off, or switched on by the converters",
+            );
+        }
+    }
+    // FSDP2's float8 all-gather of the Float8Linear weights (torchao
+    // `enable_fsdp_float8_all_gather`): `[float8]` until mid-2025, then
+    // `[quantize.linear.float8]`
+    if let Some((key, v)) = im.take_any(&[
+        "float8.enable_fsdp_float8_all_gather",
+        "quantize.linear.float8.enable_fsdp_float8_all_gather",
+    ]) {
+        match super::as_bool(&v) {
+            Some(true) if !float8 => im.ignore(
+                &key,
+                "applies to Float8Linear weights, and no float8 converter is on",
+            ),
+            Some(b) => im.put(&key, &v, "engine.float8_all_gather", json!(b)),
+            None => im.fail(&key, &v, "must be true or false"),
+        }
+    }
     // float8 computes in the FSDP policy's param dtype, bf16 unless the file says otherwise
     if let Some(p) = param.filter(|p| float8 && *p != "bf16") {
         im.put(
@@ -574,6 +608,12 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
     m.insert("parallelism".into(), Value::Object(par));
     m.insert("activation_checkpoint".into(), ac);
     m.insert("compile".into(), json!({"enable": t.compile}));
+    if f.float8_all_gather {
+        m.insert(
+            "float8".into(),
+            json!({"enable_fsdp_float8_all_gather": true}),
+        );
+    }
     Ok(Value::Object(m))
 }
 

@@ -278,6 +278,23 @@ pub fn cases() -> Vec<(String, Value)> {
         }
     }
 
+    // FSDP2's float8 all-gather under torchao float8, resharded after forward and kept
+    // (as under a pipeline schedule)
+    for id in few {
+        for (ln, extra) in [
+            ("", json!({})),
+            (
+                "-pp2",
+                json!({"parallelism": {"pipeline_parallel_size": 2}, "training": {"gradient_accumulation_steps": 4}}),
+            ),
+        ] {
+            let mut patch = json!({"training": {"precision": "fp8"},
+                                   "engine": {"type": "fsdp", "fsdp_version": 2, "float8_all_gather": true}});
+            merge(&mut patch, &extra);
+            add(format!("{id}/train/fsdp2/fp8-float8-gather{ln}"), id, patch);
+        }
+    }
+
     // fine-tuning: LoRA and QLoRA on the engines that model PEFT
     let tunes: &[(&str, Value)] = &[
         ("lora", json!({"training": {"lora": {}}})),

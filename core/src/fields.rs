@@ -459,6 +459,7 @@ pub const SECTIONS: &[Section] = &[
         f("engine.reshard_after_forward", "Reshard after forward", "", C(Choices::Reshard), true, TRAIN, EngineOption, None, "FSDP2 fully_shard reshard_after_forward: free the gathered parameters after forward (an int: keep them sharded over that many GPUs; edit the JSON)."),
         f("engine.param_dtype", "Parameter dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.param_dtype: gathered parameters and compute. Default: bf16 / fp16 under AMP, bf16 under fp8."),
         f("engine.reduce_dtype", "Reduce dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.reduce_dtype: unsharded gradients and their reduce-scatter. Default: fp32 under AMP and fp8."),
+        f("engine.float8_all_gather", "Float8 all-gather", "", Check, true, TRAIN, EngineOption, None, "torchao enable_fsdp_float8_all_gather (FSDP2 under fp8 precision): the float8 linear weights are all-gathered and held unsharded in 1 byte instead of param_dtype."),
         f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
     ]},
     Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[
@@ -471,7 +472,6 @@ pub const SECTIONS: &[Section] = &[
         f("engine.sub_group_size", "ZeRO-3 sub-group size", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed sub_group_size: the step updates one sub-group at a time (whole parameters, each sub-group filled to at least this many elements; 0: one parameter each)."),
         f("engine.hybrid_shard_group_size", "Hybrid shard group", "GPUs", Count, true, TRAIN, EngineOption, GPUS, "GPUs per shard group for HYBRID_SHARD (default: GPUs per node)."),
         f("engine.cpu_offload", "CPU offload", "", Check, true, TRAIN, EngineOption, None, "FSDP2 CPUOffloadPolicy / FSDP1 CPUOffload(offload_params=True)."),
-        f("engine.float8_all_gather", "Float8 all-gather", "", Check, true, TRAIN, EngineOption, None, "torchao enable_fsdp_float8_all_gather (FSDP2 under fp8 precision): the float8 linear weights are all-gathered and held unsharded in 1 byte instead of param_dtype."),
         f("engine.bucket_cap_mb", "DDP bucket size", "MiB", Number, true, TRAIN, EngineOption, Some(Bounds { min: 0.0, max: 65536.0, min_open: true, max_open: false }), "DistributedDataParallel bucket_cap_mb."),
         f("engine.gradient_as_bucket_view", "Gradients as bucket views", "", Check, true, TRAIN, EngineOption, None, "DistributedDataParallel gradient_as_bucket_view: without it the buckets are a second copy of all gradients."),
     ]},

@@ -154,6 +154,20 @@ test('engine switch shows only the fields that apply', async () => {
   assert.equal(await page.locator('#export-format option[value="megatron"]').count(), 1);
   await page.selectOption('#engine-type', '"fsdp"');
   await page.locator('#training-optimizer_impl').waitFor({ state: 'visible' });
+  // torchao's float8 all-gather (FSDP2 under fp8): the gathered linear weights take 1 byte,
+  // so ticking it lowers the total; under another precision it is a field error
+  await page.selectOption('#training-precision', '"fp8"');
+  await page.locator('#engine-float8_all_gather').waitFor({ state: 'visible' });
+  const bf16Gathered = await gib(page, '#total-gib');
+  await page.locator('#engine-float8_all_gather').check();
+  await page.waitForFunction(
+    before => parseFloat(document.querySelector('#total-gib').textContent) < before,
+    bf16Gathered);
+  await page.locator('#engine-float8_all_gather').uncheck();
+  await page.waitForFunction(
+    before => parseFloat(document.querySelector('#total-gib').textContent) === before,
+    bf16Gathered);
+  await page.selectOption('#training-precision', '"amp_bf16"');
   // without recomputation, ticking torch.compile lowers the peak (inductor recomputes
   // elementwise ops instead of saving their outputs); unticked, the eager figure is back
   await page.locator('#training-compile').waitFor({ state: 'visible' });

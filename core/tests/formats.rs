@@ -522,8 +522,24 @@ fn torchtitan_float8_all_gather_in_both_spellings() {
         calc_core::config::Precision::Fp8
     );
     assert!(float8_all_gather(&im));
-    // 2025: the converter and [quantize.linear.float8]
-    // without a float8 converter there is nothing to gather in float8: not read, and why
+    // ... whose degrees are in [training] and [experimental]: the same settings (that file
+    // on the 128 GPUs it names: TP 8 x the rest as data-parallel shards)
+    let legacy = "[model]\nname = \"llama3\"\nflavor = \"405B\"\n[training]\nbatch_size = 2\nseq_len = 8192\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = -1\ntensor_parallel_degree = 8\n[experimental]\ncontext_parallel_degree = 1\npipeline_parallel_degree = 1\nenable_async_tensor_parallel = true\n[float8]\nenable_float8_linear = true\nenable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n";
+    let base128 = cfg(json!({"hardware": {"gpu": "h100-80gb", "num_gpus": 128}}));
+    let im = import(legacy, &base128, None).unwrap_or_else(|e| panic!("{e:?}"));
+    let p = &im.config.parallelism;
+    assert_eq!((p.tensor_parallel_size, p.pipeline_parallel_size), (8, 1));
+    assert_eq!(im.config.hardware.num_gpus, Some(128));
+    assert!(float8_all_gather(&im));
+    assert!(
+        im.read
+            .iter()
+            .any(|m| m.from == "training.tensor_parallel_degree"),
+        "{:?}",
+        im.read
+    );
+    // 2025: the converter and [quantize.linear.float8]; without a float8 converter there is
+    // nothing to gather in float8: not read, and why
     let im = read("[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
     assert!(!float8_all_gather(&im));
     assert!(

@@ -2,8 +2,10 @@
 //! `[training]` local / global batch, `seq_len`, mixed-precision dtypes, `[parallelism]`
 //! degrees, pipeline schedule, micro-batch and split over the stages
 //! (`module_fqns_per_model_part`), `fsdp_reshard_after_forward`, loss parallel,
-//! `[activation_checkpoint]`, `[compile]`, Float8 converters and `[optimizer]`. torchtitan
-//! always shards with FSDP2 (`fully_shard`); its TP is sequence-parallel.
+//! `[activation_checkpoint]`, `[compile]`, Float8 converters and FSDP float8 all-gather,
+//! `[optimizer]`; the 2024 layout too (degrees in `[training]` and `[experimental]`, the
+//! `[float8]` switch). torchtitan always shards with FSDP2 (`fully_shard`); its TP is
+//! sequence-parallel.
 
 use super::{Format, Import, as_count, cannot, saturating_product, text};
 use crate::config::{
@@ -77,25 +79,43 @@ pub(super) fn read(im: &mut Import) {
     im.count("training.seq_len", "training.seq_len");
     let local = im.take_any(&["training.local_batch_size", "training.batch_size"]);
     let global = im.take("training.global_batch_size");
-    // degrees; -1 for the data-parallel shard degree is "the rest of the GPUs"
-    let tp = im.degree(
-        "parallelism.tensor_parallel_degree",
+    // degrees; -1 for the data-parallel shard degree is "the rest of the GPUs". torchtitan
+    // until early 2025 kept them in `[training]` (data parallel, tensor parallel) and
+    // `[experimental]` (pipeline, context parallel): read as the same settings
+    let tp = degree(
+        im,
+        &[
+            "parallelism.tensor_parallel_degree",
+            "training.tensor_parallel_degree",
+        ],
         "parallelism.tensor_parallel_size",
     );
-    let pp = im.degree(
-        "parallelism.pipeline_parallel_degree",
+    let pp = degree(
+        im,
+        &[
+            "parallelism.pipeline_parallel_degree",
+            "experimental.pipeline_parallel_degree",
+        ],
         "parallelism.pipeline_parallel_size",
     );
-    let cp = im.degree(
-        "parallelism.context_parallel_degree",
+    let cp = degree(
+        im,
+        &[
+            "parallelism.context_parallel_degree",
+            "experimental.context_parallel_degree",
+        ],
         "parallelism.context_parallel_size",
     );
     im.degree(
         "parallelism.expert_parallel_degree",
         "parallelism.expert_parallel_size",
     );
-    let rep = im.degree(
-        "parallelism.data_parallel_replicate_degree",
+    let rep = degree(
+        im,
+        &[
+            "parallelism.data_parallel_replicate_degree",
+            "training.data_parallel_replicate_degree",
+        ],
         "parallelism.data_parallel_replicate_size",
     );
     im.reset("parallelism.sequence_parallel", json!(tp > 1));
@@ -104,21 +124,19 @@ pub(super) fn read(im: &mut Import) {
         .and_then(Value::as_u64)
         .unwrap_or(1);
     let model_parallel = saturating_product([tp, pp, cp, rep]);
-    let shard = match im.take("parallelism.data_parallel_shard_degree") {
-        Some(v) if v.as_i64() == Some(-1) => {
+    let shard = match im.take_any(&[
+        "parallelism.data_parallel_shard_degree",
+        "training.data_parallel_shard_degree",
+    ]) {
+        Some((key, v)) if v.as_i64() == Some(-1) => {
             let rest = gpus / model_parallel.max(1);
-            im.put(
-                "parallelism.data_parallel_shard_degree",
-                &v,
-                "hardware.num_gpus",
-                json!(gpus),
-            );
+            im.put(&key, &v, "hardware.num_gpus", json!(gpus));
             rest.max(1)
         }
-        Some(v) => match as_count(&v) {
+        Some((key, v)) => match as_count(&v) {
             Some(s) if s >= 1 => {
                 im.put(
-                    "parallelism.data_parallel_shard_degree",
+                    &key,
                     &v,
                     "hardware.num_gpus",
                     json!(s.saturating_mul(model_parallel)),
@@ -126,11 +144,7 @@ pub(super) fn read(im: &mut Import) {
                 s
             }
             _ => {
-                im.fail(
-                    "parallelism.data_parallel_shard_degree",
-                    &v,
-                    "must be -1 or a whole number",
-                );
+                im.fail(&key, &v, "must be -1 or a whole number");
                 1
             }
         },
@@ -266,26 +280,28 @@ pub(super) fn read(im: &mut Import) {
         (false, "fp16") => "amp_fp16",
         _ => "amp_bf16",
     };
-    im.put(
-        "training.mixed_precision_param, model.converters",
-        &json!([param, converters]),
-        "training.precision",
-        json!(precision),
-    );
-    if let Some(v) = switch {
-        if float8 && converters.is_empty() {
-            im.put(
-                "float8.enable_float8_linear",
-                &v,
-                "training.precision",
-                json!("fp8"),
-            );
-        } else {
-            im.ignore(
-                "float8.enable_float8_linear",
-                "float8 linears off, or switched on by the converters",
-            );
-        }
+    // the precision from the param dtype and what switched float8 on: the converters, or
+    // the `[float8]` switch of a file without them
+    let by_switch = float8 && converters.is_empty();
+    match &switch {
+        Some(v) if by_switch => im.put(
+            "training.mixed_precision_param, float8.enable_float8_linear",
+            &json!([param, v]),
+            "training.precision",
+            json!(precision),
+        ),
+        _ => im.put(
+            "training.mixed_precision_param, model.converters",
+            &json!([param, converters]),
+            "training.precision",
+            json!(precision),
+        ),
+    }
+    if switch.is_some() && !by_switch {
+        im.ignore(
+            "float8.enable_float8_linear",
+            "float8 linears off, or switched on by the converters",
+        );
     }
     // FSDP2's float8 all-gather of the Float8Linear weights (torchao
     // `enable_fsdp_float8_all_gather`): `[float8]` until mid-2025, then
@@ -405,20 +421,37 @@ pub(super) fn read(im: &mut Import) {
     }
 }
 
+/// A parallel degree from the first of `keys` the file has (the current key, then its
+/// earlier place), read into `to`; 1 when absent.
+fn degree(im: &mut Import, keys: &[&str], to: &str) -> u64 {
+    match im.take_any(keys) {
+        Some((key, v)) => im.count_value(&key, &v, to).unwrap_or(1),
+        None => {
+            im.reset(to, json!(1));
+            1
+        }
+    }
+}
+
 /// Why a torchtitan key is not read.
 pub(super) fn reason(key: &str) -> String {
     let top = key.split('.').next().unwrap_or("");
+    if key.ends_with("enable_async_tensor_parallel") {
+        return "asynchronous TP: its symmetric-memory buffers are not modelled".into();
+    }
     match top {
         "job" | "profiling" | "metrics" | "checkpoint" | "comm" | "fault_tolerance"
         | "validation" | "experimental" => {
             "logging, checkpoints, timeouts or profiling: not the training step's memory".into()
         }
         "optimizer" | "lr_scheduler" => "a hyperparameter: no memory of its own".into(),
+        _ if key.ends_with("precompute_float8_dynamic_scale_for_fsdp") => {
+            "the float8 weights' scales computed after the step (one all-reduce of a scalar per \
+             weight): no memory of its own"
+                .into()
+        }
         "float8" | "quantize" => {
             "a Float8 option beyond the converters (read as precision fp8)".into()
-        }
-        _ if key.ends_with("enable_async_tensor_parallel") => {
-            "asynchronous TP: its symmetric-memory buffers are not modelled".into()
         }
         _ if key.starts_with("training.dataset")
             || key.starts_with("model.tokenizer")

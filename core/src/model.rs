@@ -137,6 +137,21 @@ impl ParamGroup {
             tp,
         )
     }
+    /// Whether torchao's float8 training converts this group's weight when it sits in a
+    /// decoder layer: an attention, dense-MLP or shared-expert `nn.Linear` whose input and
+    /// output features are both divisible by 16 (torchao `float8/float8_linear_utils.py`
+    /// `convert_to_float8_training` swaps `nn.Linear` modules; torchtitan's
+    /// `module_filter_fn` skips those with dims not divisible by 16, and its configs filter
+    /// the LM head and the routers). Routed experts are not `nn.Linear` (a fused
+    /// `[experts, ...]` parameter), so they stay in `param_dtype`. The caller decides the
+    /// decoder-layer context: an MTP module's `eh_proj` is an attention-part linear outside
+    /// one. The one rule memory (FSDP2's float8 all-gather, [`crate::placement`]) and step
+    /// time (its gather bytes) read.
+    pub fn float8_linear(&self) -> bool {
+        matches!(self.part, Part::Attention | Part::Mlp | Part::SharedExperts)
+            && matches!(self.shape, Shape::Linear { in_features, out_features, .. }
+                if in_features % 16 == 0 && out_features % 16 == 0)
+    }
     /// Elements over all copies.
     pub fn numel(&self) -> u64 {
         self.shape.numel() * self.copies

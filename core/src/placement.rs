@@ -206,10 +206,8 @@ pub(crate) struct Dim0 {
     pub layer: Option<FfnKind>,
     /// An embedding table (first in the model's parameter order).
     pub embedding: bool,
-    /// A decoder layer's linear weight that torchao's float8 training converts: attention,
-    /// dense MLP and shared-expert projections with both dimensions divisible by 16
-    /// (torchtitan `module_filter_fn`; its configs filter the output layer and the MoE
-    /// router, and routed experts are not `nn.Linear`). Biases stay in `param_dtype`.
+    /// A decoder layer's linear weight that torchao's float8 training converts
+    /// ([`crate::model::ParamGroup::float8_linear`]). Biases stay in `param_dtype`.
     pub float8: bool,
 }
 
@@ -285,10 +283,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         // one pass over the group's tensors (a weight and a bias at most): its elements,
         // those under the persistence threshold, optimizer-state counts, dim-0 shapes
         let (mut one, mut small) = (0, 0);
-        let float8_weight = sg.layer.is_some()
-            && matches!(g.part, Part::Attention | Part::Mlp | Part::SharedExperts)
-            && matches!(g.shape, Shape::Linear { in_features, out_features, .. }
-                if in_features % 16 == 0 && out_features % 16 == 0);
+        let float8_weight = sg.layer.is_some() && g.float8_linear();
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let elems = rows * cols;
             one += elems;

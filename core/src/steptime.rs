@@ -180,9 +180,9 @@ struct StageWork {
     /// Of `params_rank`: the stage's first decoder layer.
     first_layer_rank: f64,
     /// Of `params_rank`: the decoder layers' linear weights torchao's float8 converts
-    /// (attention, dense MLP and shared-expert projections; not routers, routed experts or
-    /// the LM head), gathered in 1 byte under FSDP2's float8 all-gather; their biases, under
-    /// 0.1 % of a layer where a model has them, counted with them.
+    /// ([`crate::model::ParamGroup::float8_linear`]: attention, dense MLP and shared-expert
+    /// projections; not routers, routed experts or the LM head), gathered in 1 byte under
+    /// FSDP2's float8 all-gather; their biases stay in `param_dtype`.
     float8_rank: f64,
     /// Of `first_layer_rank`: its float8 linear weights.
     first_layer_float8: f64,
@@ -197,7 +197,9 @@ impl StageWork {
     }
 }
 
-/// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step).
+/// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step);
+/// `float8`: the float8 linear weights' elements of one dense and of one MoE layer on one
+/// tensor-parallel rank ([`layer_modules`]).
 fn stage_work(
     arch: &ModelArch,
     p: &ParamCounts,
@@ -205,6 +207,7 @@ fn stage_work(
     s: f64,
     stage: u64,
     n_moe: u64,
+    float8: [f64; 2],
 ) -> StageWork {
     let layers = arch.num_hidden_layers.max(1);
     let n_dense = layers - n_moe.min(layers);
@@ -215,15 +218,14 @@ fn stage_work(
     } else {
         0.0
     };
-    let (moe_active, moe_dense_part, moe_experts, moe_shared) = match (&arch.moe, n_moe) {
+    let (moe_active, moe_dense_part, moe_experts) = match (&arch.moe, n_moe) {
         (Some(m), k) if k > 0 => {
             let experts = p.experts as f64 / k as f64;
-            let shared = p.shared_experts as f64 / k as f64;
-            let dense = shared + p.router as f64 / k as f64;
+            let dense = (p.shared_experts + p.router) as f64 / k as f64;
             let frac = m.num_experts_per_tok as f64 / m.num_experts.max(1) as f64;
-            (experts * frac + dense, dense, experts, shared)
+            (experts * frac + dense, dense, experts)
         }
-        _ => (0.0, 0.0, 0.0, 0.0),
+        _ => (0.0, 0.0, 0.0),
     };
     let heads = arch.num_attention_heads as f64;
     let dims = (arch.qk_head_dim() + arch.v_head_dim()) as f64;
@@ -277,14 +279,14 @@ fn stage_work(
     w.params_rank = dense_params / tp + expert_params / etp_ep;
     w.embed_rank = embed / tp;
     w.root_rank = root / tp;
-    let (dense_float8, moe_float8) = (attn + dense_mlp, attn + moe_shared);
-    w.float8_rank = (dense_f * dense_float8 + moe_f * moe_float8) / tp;
+    let [dense_float8, moe_float8] = float8;
+    w.float8_rank = dense_f * dense_float8 + moe_f * moe_float8;
     (w.first_layer_rank, w.first_layer_float8) = if end == start {
         (0.0, 0.0)
     } else if arch.moe_layers_in(start, start + 1) > 0 {
-        (moe_layer / tp + moe_experts / etp_ep, moe_float8 / tp)
+        (moe_layer / tp + moe_experts / etp_ep, moe_float8)
     } else {
-        (dense_layer / tp, dense_float8 / tp)
+        (dense_layer / tp, dense_float8)
     };
     w
 }
@@ -405,19 +407,30 @@ fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
     }
 }
 
-/// Elements of the largest parameter on one of `tp` ranks, for each sub-module of one
-/// decoder layer of `kind` (what DeepSpeed ZeRO-3's persistence threshold compares).
-fn module_elements(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Vec<u64> {
-    arch.layer_groups(kind)
+/// One decoder layer of `kind` on one of `tp` tensor-parallel ranks: the elements of the
+/// largest parameter of each sub-module (what DeepSpeed ZeRO-3's persistence threshold
+/// compares), and the elements of the linear weights torchao's float8 converts
+/// ([`crate::model::ParamGroup::float8_linear`], the rule memory's placement reads:
+/// gathered in 1 byte under FSDP2's float8 all-gather).
+fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> (Vec<u64>, f64) {
+    let groups = arch.layer_groups(kind);
+    let mut float8 = 0u64;
+    let largest = groups
         .iter()
         .map(|g| {
-            g.rank_shapes(tp)
+            let shapes = g.rank_shapes(tp);
+            if g.float8_linear() {
+                // the weight, the first shape
+                float8 += shapes[0].0 * shapes[0].1 * g.copies;
+            }
+            shapes
                 .iter()
                 .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies))
                 .max()
                 .unwrap_or(0)
         })
-        .collect()
+        .collect();
+    (largest, float8 as f64)
 }
 
 /// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one
@@ -678,8 +691,8 @@ pub struct LayoutWork {
     /// Model FLOPs per token summed over every stage (the MFU convention).
     flops_per_token: f64,
     seq_len: u64,
-    /// [`module_elements`] of a dense and of a MoE decoder layer (empty without MoE layers),
-    /// on one of the layout's tensor-parallel ranks.
+    /// [`layer_modules`]' largest parameters of a dense and of a MoE decoder layer (empty
+    /// without MoE layers), on one of the layout's tensor-parallel ranks.
     module_elements: [Vec<u64>; 2],
 }
 
@@ -692,26 +705,28 @@ pub fn layout_work(
 ) -> LayoutWork {
     let s = seq_len as f64;
     let n_moe = arch.num_moe_layers();
+    let tp = layout.tensor_parallel_size.max(1);
+    let dense = layer_modules(arch, crate::arch::FfnKind::Dense, tp);
+    let moe = if n_moe > 0 {
+        layer_modules(arch, crate::arch::FfnKind::Moe, tp)
+    } else {
+        (Vec::new(), 0.0)
+    };
+    let float8 = [dense.1, moe.1];
     let mut stages: Vec<StageWork> = Vec::new();
     let mut flops_per_token = 0.0;
     for stage in 0..layout.pipeline_parallel_size.max(1) {
-        let w = stage_work(arch, params, layout, s, stage, n_moe);
+        let w = stage_work(arch, params, layout, s, stage, n_moe, float8);
         flops_per_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
         if stages.last() != Some(&w) {
             stages.push(w);
         }
     }
-    let tp = layout.tensor_parallel_size.max(1);
-    let moe = if n_moe > 0 {
-        module_elements(arch, crate::arch::FfnKind::Moe, tp)
-    } else {
-        Vec::new()
-    };
     LayoutWork {
         stages,
         flops_per_token,
         seq_len,
-        module_elements: [module_elements(arch, crate::arch::FfnKind::Dense, tp), moe],
+        module_elements: [dense.0, moe.0],
     }
 }
 

@@ -292,6 +292,37 @@ fn float8_all_gather_sends_the_linear_weights_in_one_byte() {
 }
 
 #[test]
+fn float8_all_gather_leaves_biases_in_param_dtype() {
+    // Qwen2.5-0.5B (24 layers, hidden 896, 14 heads and 2 KV heads of 64, MLP 4864; q, k
+    // and v with biases) as above: 16 H100 in two nodes, FSDP2 without resharding, torchao
+    // float8. Float8 linear weights per layer: q and o 896 x 896 = 802 816 each, k and v 896
+    // x 128 = 114 688 each, gate, up and down 3 x 896 x 4864 = 13 074 432; 14 909 440, x 24
+    // = 357 826 560. The biases (896 + 128 + 128 per layer) stay in bf16, as memory's
+    // placement holds them (ParamGroup::float8_linear: the weight only), so the gather
+    // saves 15/16 x 357 826 560 B / 50e9 = 6.71 ms, not the 27 648 bias bytes more (the
+    // step-time rule before 2026-11-25 counted them).
+    let run = |float8_all_gather: bool| {
+        time_of(json!({
+            "model": {"preset": "qwen2.5-0.5b"},
+            "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "fp8"},
+            "engine": {"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false,
+                       "param_dtype": "bf16", "reduce_dtype": "bf16",
+                       "float8_all_gather": float8_all_gather},
+            "hardware": {"gpu": "h100-80gb", "num_gpus": 16}
+        }))
+    };
+    let (bf16, float8) = (run(false), run(true));
+    let saved = 15.0 / 16.0 * 357_826_560.0 / 50e9;
+    let dp = |t: &StepTime| term(t, "data_parallel");
+    assert!(
+        close(dp(&bf16) - dp(&float8), saved),
+        "{} {} {saved}",
+        dp(&bf16),
+        dp(&float8)
+    );
+}
+
+#[test]
 fn the_dense_compute_term_follows_the_flop_count() {
     // Llama-3.2-1B on one H100, b 1, s 1024, bf16, no recomputation. Matmul parameters per
     // token: 16 layers x (attention 2048 x (2048 + 2 x 512 + 2048) + MLP 3 x 2048 x 8192)

@@ -23,7 +23,9 @@
 //! global batch when it is given in sequences, or, given in tokens, the batch rounded per
 //! layout to whole sequences per data-parallel rank (so that 4M tokens of 4096, 977
 //! sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with tensor
-//! parallelism wherever the engine models it (Megatron, torchtitan).
+//! parallelism wherever the engine models it (Megatron, torchtitan). Under torchao float8
+//! (precision `fp8`) each FSDP2 variant is tried with and without its float8 all-gather
+//! (`engine.float8_all_gather`): it needs tensorwise scaling, which not every recipe uses.
 
 use crate::config::{
     Config, DdpOptions, Engine, FsdpOptions, MegatronDeepspeedOptions, MegatronOptions, Mode,
@@ -172,7 +174,7 @@ pub struct PlanResult {
 }
 
 /// An engine as the search varies it.
-fn engine_variants(kind: &str, offload: bool) -> Vec<(String, Engine)> {
+fn engine_variants(kind: &str, offload: bool, fp8: bool) -> Vec<(String, Engine)> {
     let zero = |stage: u8| ZeroOptions {
         zero_stage: stage,
         ..ZeroOptions::default()
@@ -205,14 +207,28 @@ fn engine_variants(kind: &str, offload: bool) -> Vec<(String, Engine)> {
             }
         }
         "fsdp" => {
+            // under torchao float8 (precision fp8), each with and without its float8
+            // all-gather (it needs tensorwise scaling, which not every recipe uses)
+            let float8 = if fp8 {
+                &[false, true][..]
+            } else {
+                &[false][..]
+            };
             for (label, raf) in [("FSDP2", true), ("FSDP2 (no reshard after forward)", false)] {
-                v.push((
-                    label.into(),
-                    Engine::Fsdp(FsdpOptions {
-                        reshard_after_forward: Some(ReshardAfterForward::Always(raf)),
-                        ..FsdpOptions::default()
-                    }),
-                ));
+                for &float8_all_gather in float8 {
+                    v.push((
+                        if float8_all_gather {
+                            format!("{label} + float8 all-gather")
+                        } else {
+                            label.into()
+                        },
+                        Engine::Fsdp(FsdpOptions {
+                            reshard_after_forward: Some(ReshardAfterForward::Always(raf)),
+                            float8_all_gather,
+                            ..FsdpOptions::default()
+                        }),
+                    ));
+                }
             }
             if offload {
                 v.push((
@@ -413,7 +429,10 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     let engines: Vec<(String, Engine)> = req
         .engines
         .iter()
-        .flat_map(|k| engine_variants(k, req.allow_offload))
+        .flat_map(|k| {
+            let fp8 = base.training.precision == crate::config::Precision::Fp8;
+            engine_variants(k, req.allow_offload, fp8)
+        })
         .collect();
     let layers = arch.num_hidden_layers;
     let experts = arch.moe.as_ref().map(|m| m.num_experts);

@@ -635,6 +635,54 @@ fn two_gpus_list_every_layout() {
 }
 
 #[test]
+fn fp8_plans_try_fsdp2_float8_all_gather() {
+    // Llama-3.2-1B on 2 H100, global batch 2, s 2048, FSDP only, no recomputation. Under
+    // torchao float8 (precision fp8) each FSDP2 variant is tried with and without its float8
+    // all-gather (engine.float8_all_gather): twice the candidates of amp_bf16.
+    let req = |precision: &str| PlanRequest {
+        config: config(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"seq_len": 2048, "precision": precision},
+            "hardware": {"gpu": "h100-80gb"}
+        })),
+        engines: vec!["fsdp".into()],
+        recompute: vec![Recompute::None],
+        top: 100,
+        num_gpus: Some(2),
+        global_batch_sequences: Some(2),
+        ..Default::default()
+    };
+    let bf16 = plan(&req("amp_bf16")).unwrap();
+    let fp8 = plan(&req("fp8")).unwrap();
+    assert_eq!(fp8.candidates, 2 * bf16.candidates);
+    assert!(bf16.plans.iter().all(|p| !p.summary.contains("float8")));
+    // each float8 plan beside its twin (the same plan without the float8 all-gather)
+    let mut twins = 0;
+    for p in fp8.plans.iter().filter(|p| p.summary.contains("float8")) {
+        let plain = p.summary.replace(" + float8 all-gather", "");
+        let q = fp8.plans.iter().find(|q| q.summary == plain).unwrap();
+        assert!(p.total_bytes < q.total_bytes, "{}", p.summary);
+        assert!(p.step.seconds <= q.step.seconds, "{}", p.summary);
+        twins += 1;
+        // DP 2 without resharding after forward: at the forward's last layer the 16 layers'
+        // unsharded weights are kept and the last one's flat all-gather buffer is not yet
+        // freed (foreach_all_gather_copy_out): 17 x 60 817 408 linear-weight elements
+        // (2048 x (2048 + 2 x 512 + 2048) + 3 x 2048 x 8192 each) in 1 B instead of 2
+        if p.summary
+            .starts_with("FSDP2 (no reshard after forward) + float8 all-gather, DP 2,")
+        {
+            assert_eq!(
+                q.total_bytes - p.total_bytes,
+                17 * 60_817_408,
+                "{}",
+                p.summary
+            );
+        }
+    }
+    assert!(twins > 4, "{twins}");
+}
+
+#[test]
 fn uneven_splits_take_virtual_stages() {
     // Llama-3.2-1B (16 layers, 32 heads) on 3 GPUs, global batch 3, s 2048, Megatron only
     // (with and without the distributed optimizer), no recomputation. TP 3 does not divide

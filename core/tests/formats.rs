@@ -679,6 +679,93 @@ fn torchtitan_pipeline_split_as_torchtitan_runs_it() {
 }
 
 #[test]
+fn torchtitan_2024_pipeline_keys() {
+    // torchtitan until early 2025 (9dec370): the pipeline in [experimental], its local
+    // batch (training.batch_size) split into pipeline_parallel_microbatches micro-batches
+    // (default: the pipeline degree), stages started at pipeline_parallel_split_points or
+    // cut by generate_split_points
+    let base = cfg(json!({"hardware": {"gpu": "h100-80gb"}}));
+    let legacy = |batch: u64, experimental: &str| {
+        format!(
+            "[model]\nname = \"llama3\"\nflavor = \"405B\"\n[training]\nbatch_size = {batch}\nseq_len = 8192\ndata_parallel_shard_degree = 8\ntensor_parallel_degree = 8\n[experimental]\npipeline_parallel_degree = 8\n{experimental}"
+        )
+    };
+    let ok = |text: &str| import(text, &base, None).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let err = |text: &str| {
+        let e = import(text, &base, None).expect_err(text);
+        (e[0].field.clone(), e[0].message.clone())
+    };
+    let shape = |im: &calc_core::formats::Imported| {
+        let (t, p) = (&im.config.training, &im.config.parallelism);
+        (
+            t.micro_batch_size,
+            t.gradient_accumulation_steps,
+            p.first_pipeline_stage_layers,
+            p.last_pipeline_stage_layers,
+            p.virtual_pipeline_parallel_size,
+        )
+    };
+    // TT-5a's layout: FSDP 8 x TP 8 x PP 8 (512 GPUs), local batch 32 in 32 micro-batches;
+    // generate_split_points: 126 layers over 8 stages, 15 each and the remainder, 6, one
+    // more on stages 1-6: 15 / 16 x 6 / 15
+    let im = ok(&legacy(
+        32,
+        "pipeline_parallel_microbatches = 32\npipeline_parallel_schedule = \"1F1B\"\n",
+    ));
+    assert_eq!(shape(&im), (1, 32, Some(15), Some(15), None));
+    let p = &im.config.parallelism;
+    assert_eq!((p.tensor_parallel_size, p.pipeline_parallel_size), (8, 8));
+    assert_eq!(im.config.hardware.num_gpus, Some(512));
+    assert!(
+        im.read.iter().any(|m| m
+            .from
+            .starts_with("experimental.pipeline_parallel_microbatches")),
+        "{:?}",
+        im.read
+    );
+    // without the count, as many micro-batches as stages: a local batch of 16 in 8 of 2
+    let im = ok(&legacy(16, ""));
+    assert_eq!(shape(&im).0, 2);
+    assert_eq!(shape(&im).1, 8);
+    // a local batch the micro-batches do not divide is torchtitan's error too
+    let (field, message) = err(&legacy(2, ""));
+    assert_eq!(field, "training.batch_size");
+    assert!(message.contains("8 pipeline micro-batches"), "{message}");
+    // Interleaved1F1B: 16 stages of 7, then 8 on stages 1-14, 7 left: rank 0 holds 7 and 8
+    let interleaved = "pipeline_parallel_schedule = \"Interleaved1F1B\"\n";
+    let (field, message) = err(&legacy(32, interleaved));
+    assert_eq!(field, "experimental.pipeline_parallel_degree");
+    assert!(
+        message.contains("rank 0 would hold model parts of 7 and 8 layers")
+            && message.contains("experimental.pipeline_parallel_split_points"),
+        "{message}"
+    );
+    // split points the schema holds: 7, 8 x 7, 7, 8 x 7 (rank k runs stages k and k + 8):
+    // rank 0 14 layers, the others 16; 8 micro-batches (the degree) of 4
+    let counts = [7u64, 8, 8, 8, 8, 8, 8, 8, 7, 8, 8, 8, 8, 8, 8, 8];
+    let points: Vec<String> = counts
+        .iter()
+        .scan(0, |at, n| {
+            *at += n;
+            Some(format!("layers.{at}"))
+        })
+        .take(15)
+        .collect();
+    let text = legacy(
+        32,
+        &format!(
+            "{interleaved}pipeline_parallel_split_points = {}\n",
+            serde_json::to_string(&points).unwrap()
+        ),
+    );
+    assert_eq!(shape(&ok(&text)), (4, 8, Some(14), Some(16), Some(2)));
+    // a point out of order names the key
+    let (field, message) = err(&text.replace("\"layers.7\"", "\"layers.0\""));
+    assert_eq!(field, "experimental.pipeline_parallel_split_points");
+    assert!(message.contains("\"layers.0\""), "{message}");
+}
+
+#[test]
 fn megatron_command_line_as_published() {
     // GPT-3 175B: TP 8 x PP 16 on 128 GPUs, so data-parallel 1 and 1536 micro-batches of 1;
     // the model from its shape arguments over the base's Llama

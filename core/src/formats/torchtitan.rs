@@ -4,8 +4,9 @@
 //! (`module_fqns_per_model_part`), `fsdp_reshard_after_forward`, loss parallel,
 //! `[activation_checkpoint]`, `[compile]`, Float8 converters and FSDP float8 all-gather,
 //! `[optimizer]`; the 2024 layout too (degrees in `[training]` and `[experimental]`, the
-//! `[float8]` switch). torchtitan always shards with FSDP2 (`fully_shard`); its TP is
-//! sequence-parallel.
+//! pipeline's micro-batch count, schedule and split points in `[experimental]` with
+//! `generate_split_points`' default split, the `[float8]` switch). torchtitan always shards
+//! with FSDP2 (`fully_shard`); its TP is sequence-parallel.
 
 use super::{Format, Import, as_count, cannot, saturating_product, text};
 use crate::config::{
@@ -90,6 +91,9 @@ pub(super) fn read(im: &mut Import) {
         ],
         "parallelism.tensor_parallel_size",
     );
+    // the pipeline in torchtitan's 2024 layout: counted micro-batches, split points and
+    // generate_split_points' default split (torchtitan 9dec370 `parallelisms/pipeline_llama.py`)
+    let legacy_pipeline = im.has("experimental.pipeline_parallel_degree");
     let pp = degree(
         im,
         &[
@@ -160,7 +164,47 @@ pub(super) fn read(im: &mut Import) {
         im.fail(k, v, "must be a whole number");
     }
     let mb_key = im.take("parallelism.pipeline_parallel_microbatch_size");
-    if pp > 1 {
+    const MICROBATCHES: &str = "experimental.pipeline_parallel_microbatches";
+    let microbatches = im.take(MICROBATCHES);
+    let counted = pp > 1 && mb_key.is_none() && (legacy_pipeline || microbatches.is_some());
+    if microbatches.is_some() && !counted {
+        im.ignore(
+            MICROBATCHES,
+            if pp > 1 {
+                "parallelism.pipeline_parallel_microbatch_size sets the micro-batches"
+            } else {
+                "no pipeline (pipeline_parallel_degree 1)"
+            },
+        );
+    }
+    if counted {
+        // torchtitan 9dec370 `build_pipeline_schedule`: the local batch is split into
+        // `pipeline_parallel_microbatches` micro-batches (default: the pipeline degree)
+        let given = microbatches.clone().unwrap_or(json!(pp));
+        match as_count(&given).filter(|&n| n >= 1) {
+            None => im.fail(MICROBATCHES, &given, "must be a whole number of at least 1"),
+            Some(n) => {
+                let from = format!("{MICROBATCHES} (micro-batches per local batch)");
+                im.put(
+                    &from,
+                    &given,
+                    "training.gradient_accumulation_steps",
+                    json!(n),
+                );
+                if let (Some((k, v)), Some(l)) = (&local, local_n) {
+                    if l % n != 0 {
+                        im.fail(
+                            k,
+                            v,
+                            format!("must be a multiple of the {n} pipeline micro-batches"),
+                        );
+                    } else {
+                        im.put(k, v, "training.micro_batch_size", json!(l / n));
+                    }
+                }
+            }
+        }
+    } else if pp > 1 {
         let mb = mb_key.as_ref().and_then(as_count).unwrap_or(1);
         im.put(
             "parallelism.pipeline_parallel_microbatch_size",
@@ -202,9 +246,18 @@ pub(super) fn read(im: &mut Import) {
             json!(ga),
         );
     }
-    let schedule = im.take("parallelism.pipeline_parallel_schedule");
-    pipeline_split(im, pp, schedule.as_ref().map(text).as_deref());
-    if let Some(v) = schedule {
+    let schedule = im.take_any(&[
+        "parallelism.pipeline_parallel_schedule",
+        "experimental.pipeline_parallel_schedule",
+    ]);
+    let legacy_split = legacy_pipeline.then(|| im.take(LEGACY_SPLIT));
+    pipeline_split(
+        im,
+        pp,
+        schedule.as_ref().map(|(_, v)| text(v)).as_deref(),
+        legacy_split,
+    );
+    if let Some((key, v)) = schedule {
         let s = match text(&v).as_str() {
             "1F1B" => Some("1f1b"),
             "GPipe" => Some("gpipe"),
@@ -212,14 +265,9 @@ pub(super) fn read(im: &mut Import) {
             _ => None,
         };
         match s {
-            Some(s) => im.put(
-                "parallelism.pipeline_parallel_schedule",
-                &v,
-                "parallelism.pipeline_schedule",
-                json!(s),
-            ),
+            Some(s) => im.put(&key, &v, "parallelism.pipeline_schedule", json!(s)),
             None => im.fail(
-                "parallelism.pipeline_parallel_schedule",
+                &key,
                 &v,
                 "the estimate models 1F1B, GPipe and Interleaved1F1B",
             ),
@@ -439,6 +487,14 @@ pub(super) fn reason(key: &str) -> String {
     if key.ends_with("enable_async_tensor_parallel") {
         return "asynchronous TP: its symmetric-memory buffers are not modelled".into();
     }
+    if key.ends_with("pipeline_parallel_schedule_csv") {
+        return "a pipeline schedule from a file: the estimate runs the named schedule's \
+                bubble and in-flight micro-batches"
+            .into();
+    }
+    if key.ends_with("enable_compiled_autograd") {
+        return "compiled autograd: the backward's memory is modelled as eager".into();
+    }
     match top {
         "job" | "profiling" | "metrics" | "checkpoint" | "comm" | "fault_tolerance"
         | "validation" | "experimental" => {
@@ -656,7 +712,7 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
 /// GPipe and two for Interleaved1F1B: `pipeline_llm`), with the first and last stage
 /// lightened by `pipeline_parallel_first_stage_less_layers` / `last_stage_less_layers`
 /// (default 1 each). A split the schema cannot express is an error naming it.
-fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
+fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Option<Option<Value>>) {
     const FQNS: &str = "parallelism.module_fqns_per_model_part";
     const PER_STAGE: &str = "parallelism.pipeline_parallel_layers_per_stage";
     const FIRST_LESS: &str = "parallelism.pipeline_parallel_first_stage_less_layers";
@@ -670,12 +726,14 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
         .flatten()
         .map(|(k, _)| k.trim_start_matches("parallelism."))
         .collect();
+    let legacy_given = matches!(legacy, Some(Some(_)));
     if pp <= 1 {
         let given = [
             (FQNS, fqns.is_some()),
             (PER_STAGE, per_stage.is_some()),
             (FIRST_LESS, less[0].is_some()),
             (LAST_LESS, less[1].is_some()),
+            (LEGACY_SPLIT, legacy_given),
         ];
         for (k, _) in given.into_iter().filter(|(_, g)| *g) {
             im.ignore(k, "no pipeline (pipeline_parallel_degree 1)");
@@ -705,9 +763,20 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
         None => None,
     };
     im.with_layers(move |im, layers| {
-        let (key, value, counts) = match &fqns {
-            Some(f) => (FQNS, f.clone(), fqn_split(f, layers)),
-            None => {
+        let (key, value, counts) = match (&fqns, legacy) {
+            (Some(f), _) => (FQNS, f.clone(), fqn_split(f, layers)),
+            // torchtitan's 2024 layout: split points, else generate_split_points
+            (None, Some(Some(points))) => {
+                let counts = split_points(&points, layers);
+                (LEGACY_SPLIT, points, counts)
+            }
+            (None, Some(None)) => {
+                let stages = pp.saturating_mul(if multi { 2 } else { 1 });
+                let value = json!(pp);
+                let key = "experimental.pipeline_parallel_degree";
+                (key, value, generated_split(stages, layers))
+            }
+            (None, None) => {
                 let stages = match &per_stage {
                     // pipeline_llm: ceil((layers + weights) / layers_per_stage) stages
                     Some((_, n)) => layers
@@ -747,7 +816,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
         let shown = |c: &[u64]| c.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
         match split_as_layout(&counts, pp) {
             Ok((first, last, v)) => {
-                let keys = if fqns.is_none() && !less_keys.is_empty() {
+                let keys = if fqns.is_none() && !less_keys.is_empty() && key != LEGACY_SPLIT {
                     format!("{key}, {}", less_keys.join(", "))
                 } else {
                     key.to_string()
@@ -762,7 +831,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
             Err(e) => {
                 // torchtitan's own split with other end weights, where one fits the schema
                 let stages = counts.len() as u64;
-                let hint = if fqns.is_some() {
+                let hint = if fqns.is_some() || key.starts_with("experimental.") {
                     None
                 } else {
                     (0..=4u64)
@@ -781,6 +850,10 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>) {
                         "pipeline_parallel_first_stage_less_layers = {a} and pipeline_parallel_last_stage_less_layers = {b} give {}, or give module_fqns_per_model_part",
                         shown(&c)
                     ),
+                    None if key.starts_with("experimental.") => {
+                        "give experimental.pipeline_parallel_split_points with a split of that form"
+                            .into()
+                    }
                     None => "give module_fqns_per_model_part with a split of that form".into(),
                 };
                 im.fail(
@@ -839,6 +912,71 @@ pub(crate) fn default_split(
             n
         })
         .collect())
+}
+
+/// The 2024 layout's split points key (torchtitan 9dec370 `config_manager.py`).
+const LEGACY_SPLIT: &str = "experimental.pipeline_parallel_split_points";
+
+/// Layers per stage as torchtitan split them before `pipeline_parallel_layers_per_stage`
+/// (9dec370 `parallelisms/pipelining_utils.py` `generate_split_points`): `layers / stages`
+/// each, the remainder one more on each middle stage from the second on, the last stage
+/// what is left. Errors: torchtitan's (more stages than layers).
+pub(crate) fn generated_split(stages: u64, layers: u64) -> Result<Vec<u64>, String> {
+    if stages <= 1 {
+        return Ok(vec![layers]);
+    }
+    if stages > layers {
+        return Err(format!(
+            "torchtitan: {stages} stages cannot be more than the {layers} layers"
+        ));
+    }
+    let (base, mut extra) = (layers / stages, layers % stages);
+    let mut counts = Vec::with_capacity(stages as usize);
+    let mut at = 0;
+    for i in 0..stages - 1 {
+        let n = if i > 0 && extra > 0 {
+            extra -= 1;
+            base + 1
+        } else {
+            base
+        };
+        counts.push(n);
+        at += n;
+    }
+    counts.push(layers - at);
+    Ok(counts)
+}
+
+/// Layers per stage of `experimental.pipeline_parallel_split_points` (torchtitan 9dec370
+/// `pipeline_llama_manual_split`): each point, `layers.<i>`, starts a stage (a list, or one
+/// comma-separated string); they must rise strictly within the decoder layers.
+pub(crate) fn split_points(points: &Value, layers: u64) -> Result<Vec<u64>, String> {
+    let names: Vec<String> = match points {
+        Value::String(s) => s.split(',').map(|p| p.trim().to_string()).collect(),
+        Value::Array(a) => a
+            .iter()
+            .map(|p| p.as_str().map(str::to_string))
+            .collect::<Option<_>>()
+            .ok_or("must be a list of module names")?,
+        _ => return Err("must be a list of module names (layers.<i>)".into()),
+    };
+    let mut counts = Vec::with_capacity(names.len() + 1);
+    let mut start = 0;
+    for name in &names {
+        match name.strip_prefix("layers.").map(str::parse::<u64>) {
+            Some(Ok(at)) if at > start && at < layers => {
+                counts.push(at - start);
+                start = at;
+            }
+            _ => {
+                return Err(format!(
+                    "{name:?}: each split point must be layers.<i> above the previous one (layers.{start}) and below layers.{layers}, so that every stage holds a decoder layer"
+                ));
+            }
+        }
+    }
+    counts.push(layers - start);
+    Ok(counts)
 }
 
 /// Layers per virtual stage of `parallelism.module_fqns_per_model_part` (one list of module

@@ -10,7 +10,7 @@
 //! | `amp_fp16` | Megatron | 2 | 2 (`main_grad` in fp16 unless `--accumulate-allreduce-grads-in-fp32`) | 4 | 4 | - | 2 |
 //! | `bf16`/`fp16` (pure) | all | 2 | 2 | - | 2 | - | 2 |
 //! | `fp8` | Transformer Engine (Megatron) | 2 + 1 (fp8 weight copy) | 4 | 4 | 4 | - | 2; linear inputs 1 |
-//! | `fp8` | PyTorch (torchao float8) | 4 | 4 | - | 4 | - | 2; linear inputs 1 |
+//! | `fp8` | PyTorch (torchao float8) | 4 | 4 | - | 4 | - | 2 (linear inputs saved in bf16: torchao's `input_hp`) |
 //!
 //! With AdamW (two states) this gives the familiar totals: 16 B/param for AMP under
 //! PyTorch and DeepSpeed (ZeRO paper, Sec. 3.1: 2 + 2 + 12), 18 B/param under Megatron
@@ -132,11 +132,15 @@ pub fn state_bytes(
             fp8_weight_cache: 1,
             ..base
         },
+        // torchao float8 (`float8/float8_linear.py` `matmul_with_hp_or_float8_args`) casts
+        // a linear's input to float8 for the matmul but saves the high-precision input
+        // (`ctx.save_for_backward(input_hp, weight_hp_t)`, autocast's bf16) and casts it
+        // again in backward; since torchao 2ec9bc15d (2025-01-13) on every recipe, where
+        // the tensorwise one had saved the float8 input
         (Fp8, Torch) => StateBytes {
             weight: 4,
             grad: 4,
             state: 4,
-            linear_input: 1,
             ..base
         },
     };

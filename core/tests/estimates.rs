@@ -117,6 +117,26 @@ fn pure_bf16_is_8_bytes_per_parameter() {
 }
 
 #[test]
+fn torchao_float8_saves_the_linear_inputs_in_bf16() {
+    // torchao float8 (precision fp8 under PyTorch) casts each linear's input to float8 for
+    // the matmul but saves the bf16 input for backward (float8_linear.py
+    // matmul_with_hp_or_float8_args: save_for_backward(input_hp, weight_hp_t)), so its
+    // layers keep what pure bf16's keep (bf16 activations, no autocast copies).
+    // Llama-3.2-1B on one GPU, b 1, s 1024, no recomputation: 1 797 664 768 B of
+    // activations either way; with 1 B linear inputs (torchao's tensorwise recipe before
+    // 2025-01) the estimate read 1 594 241 024.
+    let run = |precision: &str| {
+        est(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": precision}
+        }))
+    };
+    let (fp8, bf16) = (run("fp8"), run("bf16"));
+    assert_eq!(c(&fp8, "forward", "activations"), 1_797_664_768);
+    assert_eq!(c(&bf16, "forward", "activations"), 1_797_664_768);
+}
+
+#[test]
 fn megatron_distributed_optimizer_is_6_plus_12_over_dp() {
     // Llama-2-7B, TP 2, PP 2, DP 4 (16 GPUs). Per TP rank and layer: q, k, v column-parallel
     // and o row-parallel 4 x 4096 x 2048 = 33 554 432; gate/up column and down row

@@ -723,6 +723,19 @@ fn torchtitan_2024_pipeline_keys() {
         "{:?}",
         im.read
     );
+    // a later version's split key beside the 2024 layout is not read, and says why
+    let mixed = legacy(32, "pipeline_parallel_microbatches = 32\n")
+        + "[parallelism]\npipeline_parallel_first_stage_less_layers = 2\n";
+    let im = ok(&mixed);
+    assert_eq!(shape(&im), (1, 32, Some(15), Some(15), None));
+    assert!(
+        im.ignored.iter().any(
+            |i| i.key == "parallelism.pipeline_parallel_first_stage_less_layers"
+                && i.reason.contains("2024 layout")
+        ),
+        "{:?}",
+        im.ignored
+    );
     // without the count, as many micro-batches as stages: a local batch of 16 in 8 of 2
     let im = ok(&legacy(16, ""));
     assert_eq!(shape(&im).0, 2);

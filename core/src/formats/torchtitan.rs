@@ -740,6 +740,24 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
         }
         return;
     }
+    // the other layout's split keys beside the one that decides
+    if fqns.is_some() && legacy_given {
+        im.ignore(LEGACY_SPLIT, "module_fqns_per_model_part names the split");
+    }
+    if fqns.is_none() && legacy.is_some() {
+        let given = [
+            (PER_STAGE, per_stage.is_some()),
+            (FIRST_LESS, less[0].is_some()),
+            (LAST_LESS, less[1].is_some()),
+        ];
+        for (k, _) in given.into_iter().filter(|(_, g)| *g) {
+            im.ignore(
+                k,
+                "the 2024 layout (experimental.pipeline_parallel_degree) splits at \
+                 pipeline_parallel_split_points, else by generate_split_points",
+            );
+        }
+    }
     // torchtitan's single-stage schedules hold one model part per rank
     let multi = schedule == Some("Interleaved1F1B");
     let schedule = schedule.unwrap_or("1F1B").to_string();
@@ -816,7 +834,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
         let shown = |c: &[u64]| c.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
         match split_as_layout(&counts, pp) {
             Ok((first, last, v)) => {
-                let keys = if fqns.is_none() && !less_keys.is_empty() && key != LEGACY_SPLIT {
+                let keys = if fqns.is_none() && !less_keys.is_empty() && !key.starts_with("experimental.") {
                     format!("{key}, {}", less_keys.join(", "))
                 } else {
                     key.to_string()

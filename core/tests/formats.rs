@@ -259,6 +259,17 @@ fn ignored(im: &calc_core::formats::Imported, key: &str) -> bool {
     im.ignored.iter().any(|i| i.key == key)
 }
 
+/// `key` listed as not read, for a reason that says `why`.
+fn ignored_because(im: &calc_core::formats::Imported, key: &str, why: &str) {
+    assert!(
+        im.ignored
+            .iter()
+            .any(|i| i.key == key && i.reason.contains(why)),
+        "{key}: {:?}",
+        im.ignored
+    );
+}
+
 #[test]
 fn deepspeed_files_as_published() {
     // accelerate's ZeRO-2 template: every batch size "auto" (the base's: transformers fills
@@ -542,13 +553,10 @@ fn torchtitan_float8_all_gather_in_both_spellings() {
     // nothing to gather in float8: not read, and why
     let im = read("[quantize.linear.float8]\nenable_fsdp_float8_all_gather = true\n");
     assert!(!float8_all_gather(&im));
-    assert!(
-        im.ignored.iter().any(
-            |i| i.key == "quantize.linear.float8.enable_fsdp_float8_all_gather"
-                && i.reason.contains("no float8 converter")
-        ),
-        "{:?}",
-        im.ignored
+    ignored_because(
+        &im,
+        "quantize.linear.float8.enable_fsdp_float8_all_gather",
+        "no float8 converter",
     );
     let text = titan("llama3", "8B", "").replace(
         "flavor = \"8B\"\n",
@@ -728,13 +736,10 @@ fn torchtitan_2024_pipeline_keys() {
         + "[parallelism]\npipeline_parallel_first_stage_less_layers = 2\n";
     let im = ok(&mixed);
     assert_eq!(shape(&im), (1, 32, Some(15), Some(15), None));
-    assert!(
-        im.ignored.iter().any(
-            |i| i.key == "parallelism.pipeline_parallel_first_stage_less_layers"
-                && i.reason.contains("2024 layout")
-        ),
-        "{:?}",
-        im.ignored
+    ignored_because(
+        &im,
+        "parallelism.pipeline_parallel_first_stage_less_layers",
+        "2024 layout",
     );
     // without the count, as many micro-batches as stages: a local batch of 16 in 8 of 2
     let im = ok(&legacy(16, ""));

@@ -259,67 +259,49 @@ fn data_parallel_traffic_hides_only_behind_its_own_pass() {
 
 #[test]
 fn float8_all_gather_sends_the_linear_weights_in_one_byte() {
-    // Llama-3.2-1B under torchao float8 (precision fp8, param and reduce dtype bf16) on 16
-    // H100 in two nodes, FSDP2 without resharding after forward, b 1, s 512, with and
-    // without FSDP2's float8 all-gather (engine.float8_all_gather). The decoder layers'
-    // linear weights, 16 x 60 817 408 = 973 078 528 elements (P = 1 235 814 400 less the
-    // root's 262 670 336 and the norms' 16 x 4 096), are gathered in 1 B instead of 2. The
-    // ring spans the nodes (50e9 B/s per GPU): even the float8 gather, 15/16 x (2 P - 973
-    // 078 528) B / 50e9 = 28 ms, outlasts the forward (under 4 ms): exposed but for the
-    // forward either way (the edge is part of it), so the whole saving, 15/16 x 973 078 528
-    // B / 50e9 = 18.2 ms, leaves the data-parallel time. The reduction (bf16 gradients either
-    // way), the collectives' latencies and the compute are unchanged.
-    let run = |float8_all_gather: bool| {
-        time_of(json!({
-            "model": {"preset": "llama-3.2-1b"},
-            "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "fp8"},
-            "engine": {"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false,
-                       "param_dtype": "bf16", "reduce_dtype": "bf16",
-                       "float8_all_gather": float8_all_gather},
-            "hardware": {"gpu": "h100-80gb", "num_gpus": 16}
-        }))
-    };
-    let (bf16, float8) = (run(false), run(true));
-    let saved = 15.0 / 16.0 * 973_078_528.0 / 50e9;
-    let dp = |t: &StepTime| term(t, "data_parallel");
-    assert!(
-        close(dp(&bf16) - dp(&float8), saved),
-        "{} {} {saved}",
-        dp(&bf16),
-        dp(&float8)
-    );
-    assert!(close(term(&bf16, "compute"), term(&float8, "compute")));
-}
-
-#[test]
-fn float8_all_gather_leaves_biases_in_param_dtype() {
-    // Qwen2.5-0.5B (24 layers, hidden 896, 14 heads and 2 KV heads of 64, MLP 4864; q, k
-    // and v with biases) as above: 16 H100 in two nodes, FSDP2 without resharding, torchao
-    // float8. Float8 linear weights per layer: q and o 896 x 896 = 802 816 each, k and v 896
-    // x 128 = 114 688 each, gate, up and down 3 x 896 x 4864 = 13 074 432; 14 909 440, x 24
-    // = 357 826 560. The biases (896 + 128 + 128 per layer) stay in bf16, as memory's
-    // placement holds them (ParamGroup::float8_linear: the weight only), so the gather
-    // saves 15/16 x 357 826 560 B / 50e9 = 6.71 ms, not the 27 648 bias bytes more (the
-    // step-time rule before 2026-11-25 counted them).
-    let run = |float8_all_gather: bool| {
-        time_of(json!({
-            "model": {"preset": "qwen2.5-0.5b"},
-            "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "fp8"},
-            "engine": {"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false,
-                       "param_dtype": "bf16", "reduce_dtype": "bf16",
-                       "float8_all_gather": float8_all_gather},
-            "hardware": {"gpu": "h100-80gb", "num_gpus": 16}
-        }))
-    };
-    let (bf16, float8) = (run(false), run(true));
-    let saved = 15.0 / 16.0 * 357_826_560.0 / 50e9;
-    let dp = |t: &StepTime| term(t, "data_parallel");
-    assert!(
-        close(dp(&bf16) - dp(&float8), saved),
-        "{} {} {saved}",
-        dp(&bf16),
-        dp(&float8)
-    );
+    // Under torchao float8 (precision fp8, param and reduce dtype bf16) on 16 H100 in two
+    // nodes, FSDP2 without resharding after forward, b 1, s 512, with and without FSDP2's
+    // float8 all-gather (engine.float8_all_gather), the decoder layers' linear weights are
+    // gathered in 1 B instead of 2:
+    // * Llama-3.2-1B: 16 x 60 817 408 = 973 078 528 elements (P = 1 235 814 400 less the
+    //   root's 262 670 336 and the norms' 16 x 4 096).
+    // * Qwen2.5-0.5B (24 layers, hidden 896, 14 heads and 2 KV heads of 64, MLP 4864): q
+    //   and o 896 x 896 = 802 816 each, k and v 896 x 128 = 114 688 each, gate, up and down
+    //   3 x 896 x 4864 = 13 074 432; 14 909 440 a layer, x 24 = 357 826 560. Its q, k and v
+    //   biases (1 152 a layer) stay in bf16, as memory's placement holds them
+    //   (ParamGroup::float8_linear: the weight only; the step-time rule before 2026-11-25
+    //   counted their 27 648 bytes too).
+    // The ring spans the nodes (50e9 B/s per GPU): even the float8 gather (Llama: 15/16 x
+    // (2 P - 973 078 528) B / 50e9 = 28 ms) outlasts the forward (under 4 ms): exposed but
+    // for the forward either way (the edge is part of it), so the whole saving, 15/16 x the
+    // float8 elements in B / 50e9 (18.2 and 6.71 ms), leaves the data-parallel time. The
+    // reduction (bf16 gradients either way), the collectives' latencies and the compute
+    // are unchanged.
+    for (preset, float8_elements) in [
+        ("llama-3.2-1b", 973_078_528.0),
+        ("qwen2.5-0.5b", 357_826_560.0),
+    ] {
+        let run = |float8_all_gather: bool| {
+            time_of(json!({
+                "model": {"preset": preset},
+                "training": {"micro_batch_size": 1, "seq_len": 512, "precision": "fp8"},
+                "engine": {"type": "fsdp", "fsdp_version": 2, "reshard_after_forward": false,
+                           "param_dtype": "bf16", "reduce_dtype": "bf16",
+                           "float8_all_gather": float8_all_gather},
+                "hardware": {"gpu": "h100-80gb", "num_gpus": 16}
+            }))
+        };
+        let (bf16, float8) = (run(false), run(true));
+        let saved = 15.0 / 16.0 * float8_elements / 50e9;
+        let dp = |t: &StepTime| term(t, "data_parallel");
+        assert!(
+            close(dp(&bf16) - dp(&float8), saved),
+            "{preset}: {} {} {saved}",
+            dp(&bf16),
+            dp(&float8)
+        );
+        assert!(close(term(&bf16, "compute"), term(&float8, "compute")));
+    }
 }
 
 #[test]

@@ -426,13 +426,11 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
         return Err(e.0);
     }
     let per_node = base.hardware.gpus_per_node;
+    let fp8 = base.training.precision == crate::config::Precision::Fp8;
     let engines: Vec<(String, Engine)> = req
         .engines
         .iter()
-        .flat_map(|k| {
-            let fp8 = base.training.precision == crate::config::Precision::Fp8;
-            engine_variants(k, req.allow_offload, fp8)
-        })
+        .flat_map(|k| engine_variants(k, req.allow_offload, fp8))
         .collect();
     let layers = arch.num_hidden_layers;
     let experts = arch.moe.as_ref().map(|m| m.num_experts);

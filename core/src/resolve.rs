@@ -477,24 +477,18 @@ fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes:
         );
     }
     engine.validate(sizes, layout, e);
+    // FSDP2's float8 all-gather gathers torchao's float8 linear weights: other precisions
+    // have none (FSDP1 is refused by the engine's own validation)
     if let crate::config::Engine::Fsdp(o) = &config.engine
         && o.float8_all_gather
+        && o.fsdp_version == 2
+        && config.training.precision != crate::config::Precision::Fp8
     {
-        // torchao casts the float8 linears' weight shards before FSDP2's all-gather
-        // (`fsdp_pre_all_gather`): FSDP1 has no such hook, other precisions no float8 linears
-        if o.fsdp_version != 2 {
-            e.add(
-                "engine.float8_all_gather",
-                "true",
-                "is an FSDP2 option (fsdp_version 2): torchao's float8 all-gather extends fully_shard",
-            );
-        } else if config.training.precision != crate::config::Precision::Fp8 {
-            e.add(
-                "engine.float8_all_gather",
-                "true",
-                "gathers torchao float8 linear weights: needs training.precision fp8",
-            );
-        }
+        e.add(
+            "engine.float8_all_gather",
+            "true",
+            "gathers torchao float8 linear weights: needs training.precision fp8",
+        );
     }
 }
 

@@ -101,6 +101,16 @@ impl EngineModel for FsdpOptions {
             2 => self.validate2(sizes, layout, e),
             v => e.add("engine.fsdp_version", v, "must be 1 or 2"),
         }
+        // torchao casts the float8 linears' weight shards in FSDP2's pre-all-gather hook
+        // (`fsdp_pre_all_gather`), which FSDP1 does not have; that the precision has float8
+        // linears is checked with the training section (`resolve::check_engine`)
+        if self.float8_all_gather && self.fsdp_version != 2 {
+            e.add(
+                "engine.float8_all_gather",
+                "true",
+                "is an FSDP2 option (fsdp_version 2): torchao's float8 all-gather extends fully_shard",
+            );
+        }
     }
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
         if self.fsdp_version == 1 {

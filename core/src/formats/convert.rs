@@ -237,8 +237,13 @@ impl Import {
 
     /// A parallel size: the file's `key` read into `to` (a whole number), else 1 set there.
     pub fn degree(&mut self, key: &str, to: &str) -> u64 {
-        match self.take(key) {
-            Some(v) => self.count_value(key, &v, to).unwrap_or(1),
+        self.degree_any(&[key], to)
+    }
+    /// [`Import::degree`] from the first of `keys` the file has (aliases of one setting:
+    /// its current key, then its earlier places), the others removed.
+    pub fn degree_any(&mut self, keys: &[&str], to: &str) -> u64 {
+        match self.take_any(keys) {
+            Some((key, v)) => self.count_value(&key, &v, to).unwrap_or(1),
             None => {
                 self.reset(to, json!(1));
                 1

@@ -83,8 +83,7 @@ pub(super) fn read(im: &mut Import) {
     // degrees; -1 for the data-parallel shard degree is "the rest of the GPUs". torchtitan
     // until early 2025 kept them in `[training]` (data parallel, tensor parallel) and
     // `[experimental]` (pipeline, context parallel): read as the same settings
-    let tp = degree(
-        im,
+    let tp = im.degree_any(
         &[
             "parallelism.tensor_parallel_degree",
             "training.tensor_parallel_degree",
@@ -94,16 +93,14 @@ pub(super) fn read(im: &mut Import) {
     // the pipeline in torchtitan's 2024 layout: counted micro-batches, split points and
     // generate_split_points' default split (torchtitan 9dec370 `parallelisms/pipeline_llama.py`)
     let legacy_pipeline = im.has("experimental.pipeline_parallel_degree");
-    let pp = degree(
-        im,
+    let pp = im.degree_any(
         &[
             "parallelism.pipeline_parallel_degree",
             "experimental.pipeline_parallel_degree",
         ],
         "parallelism.pipeline_parallel_size",
     );
-    let cp = degree(
-        im,
+    let cp = im.degree_any(
         &[
             "parallelism.context_parallel_degree",
             "experimental.context_parallel_degree",
@@ -114,8 +111,7 @@ pub(super) fn read(im: &mut Import) {
         "parallelism.expert_parallel_degree",
         "parallelism.expert_parallel_size",
     );
-    let rep = degree(
-        im,
+    let rep = im.degree_any(
         &[
             "parallelism.data_parallel_replicate_degree",
             "training.data_parallel_replicate_degree",
@@ -465,18 +461,6 @@ pub(super) fn read(im: &mut Import) {
                 &v,
                 "must be fused, foreach or for-loop",
             ),
-        }
-    }
-}
-
-/// A parallel degree from the first of `keys` the file has (the current key, then its
-/// earlier place), read into `to`; 1 when absent.
-fn degree(im: &mut Import, keys: &[&str], to: &str) -> u64 {
-    match im.take_any(keys) {
-        Some((key, v)) => im.count_value(&key, &v, to).unwrap_or(1),
-        None => {
-            im.reset(to, json!(1));
-            1
         }
     }
 }

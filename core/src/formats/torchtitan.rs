@@ -695,7 +695,10 @@ pub(super) fn write(config: &Config, r: &Resolved) -> Result<Value, Vec<FieldErr
 /// `pp x` the stages per rank (`pipeline_parallel_layers_per_stage`, else one for 1F1B and
 /// GPipe and two for Interleaved1F1B: `pipeline_llm`), with the first and last stage
 /// lightened by `pipeline_parallel_first_stage_less_layers` / `last_stage_less_layers`
-/// (default 1 each). A split the schema cannot express is an error naming it.
+/// (default 1 each). `legacy`: a file in torchtitan's 2024 layout (`Some`), with its
+/// `experimental.pipeline_parallel_split_points` if given, split as that version did
+/// ([`split_points`], else [`generated_split`]) unless the modules are named. A split the
+/// schema cannot express is an error naming it.
 fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Option<Option<Value>>) {
     const FQNS: &str = "parallelism.module_fqns_per_model_part";
     const PER_STAGE: &str = "parallelism.pipeline_parallel_layers_per_stage";
@@ -711,6 +714,8 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
         .map(|(k, _)| k.trim_start_matches("parallelism."))
         .collect();
     let legacy_given = matches!(legacy, Some(Some(_)));
+    // the split is the 2024 layout's (its keys name it, and no later key is suggested)
+    let from_2024 = fqns.is_none() && legacy.is_some();
     if pp <= 1 {
         let given = [
             (FQNS, fqns.is_some()),
@@ -728,7 +733,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
     if fqns.is_some() && legacy_given {
         im.ignore(LEGACY_SPLIT, "module_fqns_per_model_part names the split");
     }
-    if fqns.is_none() && legacy.is_some() {
+    if from_2024 {
         let given = [
             (PER_STAGE, per_stage.is_some()),
             (FIRST_LESS, less[0].is_some()),
@@ -818,7 +823,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
         let shown = |c: &[u64]| c.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
         match split_as_layout(&counts, pp) {
             Ok((first, last, v)) => {
-                let keys = if fqns.is_none() && !less_keys.is_empty() && !key.starts_with("experimental.") {
+                let keys = if fqns.is_none() && !less_keys.is_empty() && !from_2024 {
                     format!("{key}, {}", less_keys.join(", "))
                 } else {
                     key.to_string()
@@ -833,7 +838,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
             Err(e) => {
                 // torchtitan's own split with other end weights, where one fits the schema
                 let stages = counts.len() as u64;
-                let hint = if fqns.is_some() || key.starts_with("experimental.") {
+                let hint = if fqns.is_some() || from_2024 {
                     None
                 } else {
                     (0..=4u64)
@@ -852,7 +857,7 @@ fn pipeline_split(im: &mut Import, pp: u64, schedule: Option<&str>, legacy: Opti
                         "pipeline_parallel_first_stage_less_layers = {a} and pipeline_parallel_last_stage_less_layers = {b} give {}, or give module_fqns_per_model_part",
                         shown(&c)
                     ),
-                    None if key.starts_with("experimental.") => {
+                    None if from_2024 => {
                         "give experimental.pipeline_parallel_split_points with a split of that form"
                             .into()
                     }

@@ -426,7 +426,10 @@ pub enum Precision {
     Bf16,
     /// Pure fp16.
     Fp16,
-    /// FP8 compute (NVIDIA Transformer Engine) with bf16 weights and fp32 master weights.
+    /// FP8 compute: NVIDIA Transformer Engine under Megatron and DeepSpeed (bf16 weights
+    /// and fp32 master weights), torchao float8 under DDP and FSDP (fp32 weights); under
+    /// transformers' modules only the converted `nn.Linear` weights
+    /// ([`crate::model::ParamGroup::float8_linear`]).
     Fp8,
 }
 
@@ -1058,7 +1061,7 @@ choices!(Precision {
     Bf16 => "pure bf16",
     Fp16 => "pure fp16",
     Fp32 => "fp32",
-    Fp8 => "fp8 (Transformer Engine)",
+    Fp8 => "fp8 (Transformer Engine / torchao float8)",
 });
 choices!(VllmVersion {
     V0_19 => "0.19",

@@ -246,6 +246,11 @@ pub struct Family {
     /// a bias; the experts' GLU clamps gate and up and computes `(up + 1) * gate *
     /// sigmoid(gate * alpha)` (`GptOssExperts._apply_gate`).
     pub gpt_oss_blocks: bool,
+    /// The decoder layers' projections are transformers' `pytorch_utils.Conv1D` (GPT-2's
+    /// `c_attn`, `c_proj`, `c_fc`: a weight stored `[in, out]`, `torch.addmm`), not
+    /// `nn.Linear`: torchao's float8 conversion (`swap_linear_layers`: `isinstance(module,
+    /// nn.Linear)`) and other `nn.Linear` swaps leave them as they are.
+    pub conv1d: bool,
     /// A multimodal wrapper, and the family its language model's names and flags come from.
     pub wrapper: Option<(Wrapper, &'static str)>,
 }
@@ -267,6 +272,7 @@ const fn row(model_type: &'static str, defaults: FamilyDefaults) -> Family {
         router_fp32: false,
         peft_moe_conversion: false,
         gpt_oss_blocks: false,
+        conv1d: false,
         wrapper: None,
     }
 }
@@ -307,7 +313,7 @@ pub const FAMILIES: &[Family] = &[
                         fam(51200,   2048, 8192,   24,    32,   0,   0,      2048,    false, "gelu_new",          true,    0)) },
     Family { structure: phi3, sliding: Sliding::AllLayers, rotary_concatenates: true, ..row("phi3",
                         fam(32064,   3072, 8192,   32,    32,   0,   0,      4096,    false, "silu",              false,   0)) },
-    Family { structure: gpt2, mlp: MlpKind::Standard, head_dim: HeadDim::Derived,
+    Family { structure: gpt2, mlp: MlpKind::Standard, head_dim: HeadDim::Derived, conv1d: true,
              keys: Keys { hidden_size: &["n_embd", "hidden_size"], num_hidden_layers: &["n_layer", "num_hidden_layers"],
                           num_attention_heads: &["n_head", "num_attention_heads"],
                           max_position_embeddings: &["n_positions", "max_position_embeddings"],

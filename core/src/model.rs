@@ -84,6 +84,10 @@ pub struct ParamGroup {
     /// Identical copies (number of routed experts; 1 otherwise).
     pub copies: u64,
     pub tp: TpSplit,
+    /// A linear-shaped module that is not `nn.Linear` (transformers' `Conv1D`,
+    /// [`crate::families::Family::conv1d`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conv1d: bool,
 }
 
 /// The (rows, cols) of a group's tensors on one rank ([`ParamGroup::rank_shapes`]): the
@@ -116,6 +120,7 @@ impl ParamGroup {
             shape,
             copies: 1,
             tp,
+            conv1d: false,
         }
     }
     fn linear(
@@ -145,10 +150,12 @@ impl ParamGroup {
     /// the LM head and the routers). Routed experts are not `nn.Linear` (a fused
     /// `[experts, ...]` parameter), so they stay in `param_dtype`. The caller decides the
     /// decoder-layer context: an MTP module's `eh_proj` is an attention-part linear outside
-    /// one. The one rule memory (FSDP2's float8 all-gather, [`crate::placement`]) and step
-    /// time (its gather bytes) read.
+    /// one. A [`ParamGroup::conv1d`] module is not `nn.Linear`. The one rule memory
+    /// (FSDP2's float8 all-gather, [`crate::placement`]) and step time (its gather bytes,
+    /// and which matmuls run in float8 under transformers' modules) read.
     pub fn float8_linear(&self) -> bool {
-        matches!(self.part, Part::Attention | Part::Mlp | Part::SharedExperts)
+        !self.conv1d
+            && matches!(self.part, Part::Attention | Part::Mlp | Part::SharedExperts)
             && matches!(self.shape, Shape::Linear { in_features, out_features, .. }
                 if in_features % 16 == 0 && out_features % 16 == 0)
     }
@@ -555,6 +562,14 @@ impl ModelArch {
                 }
             }
             _ => g.extend(self.mlp_groups("", Part::Mlp, self.intermediate_size, 1)),
+        }
+        if self.family().conv1d {
+            for group in g
+                .iter_mut()
+                .filter(|x| matches!(x.shape, Shape::Linear { .. }))
+            {
+                group.conv1d = true;
+            }
         }
         g
     }

@@ -20,7 +20,10 @@
 //!
 //! Rates: the GPU's dense peak for the compute dtype (bf16/fp16 tensor cores; fp8 for the
 //! decoder's linear layers under `fp8`, whose attention core and LM head stay bf16 as
-//! Transformer Engine and torchao leave them; fp32 without TF32) times one stated
+//! Transformer Engine and torchao leave them: under transformers' modules only the
+//! `nn.Linear` weights float8 training converts, [`crate::model::ParamGroup::float8_linear`],
+//! not routed experts, routers or GPT-2's `Conv1D`; under Megatron-Core every decoder GEMM,
+//! grouped experts too; fp32 without TF32) times one stated
 //! efficiency, [`TimeAssumptions::compute_efficiency`]; memory-bound kernels (eager
 //! attention's, the elementwise kernels, the optimizer step) at the datasheet memory
 //! bandwidth. Links at their datasheet bandwidth. Each collective's latency by NCCL's own
@@ -36,7 +39,7 @@
 
 use crate::config::{Attention, Precision, Recompute, Training};
 use crate::engines::{Collectives, DpEdges, DpTraffic, GradReduce, HostTransfers};
-use crate::model::{ModelArch, ParamCounts};
+use crate::model::{ModelArch, ParamCounts, Shape};
 use crate::precision::{ModelCode, StateBytes};
 use crate::presets::GpuPerf;
 use crate::problem::Layout;
@@ -160,6 +163,10 @@ const GIGA: f64 = 1e9;
 struct StageWork {
     /// Forward matmul FLOPs per token in the decoder layers (2 per active parameter).
     layer_mm: f64,
+    /// Of `layer_mm`: the linear weights float8 training converts
+    /// ([`crate::model::ParamGroup::float8_linear`]), which are the only ones that run in
+    /// float8 under transformers' modules.
+    layer_mm_float8: f64,
     /// Forward matmul FLOPs per token of the LM head (last stage).
     head_mm: f64,
     /// Attention score and value FLOPs per token as the kernels run them (causal: half the
@@ -198,8 +205,8 @@ impl StageWork {
 }
 
 /// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step);
-/// `float8`: the float8 linear weights' elements of one dense and of one MoE layer on one
-/// tensor-parallel rank ([`layer_modules`]).
+/// `float8`: the float8 linear weights' elements of one dense and of one MoE layer, on one
+/// tensor-parallel rank and whole ([`layer_modules`]).
 fn stage_work(
     arch: &ModelArch,
     p: &ParamCounts,
@@ -207,7 +214,7 @@ fn stage_work(
     s: f64,
     stage: u64,
     n_moe: u64,
-    float8: [f64; 2],
+    float8: [[f64; 2]; 2],
 ) -> StageWork {
     let layers = arch.num_hidden_layers.max(1);
     let n_dense = layers - n_moe.min(layers);
@@ -252,6 +259,7 @@ fn stage_work(
         attn_masked: 2.0 * heads * dims * (sliding * s + (n - sliding) * keys_full),
         attn_model: 2.0 * heads * dims * s * n,
         layer_mm: dense_f * 2.0 * (attn + dense_mlp) + moe_f * 2.0 * (attn + moe_active),
+        layer_mm_float8: 2.0 * (dense_f * float8[1][0] + moe_f * float8[1][1]),
         ..Default::default()
     };
     // non-expert parameters of one dense and of one MoE layer
@@ -279,7 +287,7 @@ fn stage_work(
     w.params_rank = dense_params / tp + expert_params / etp_ep;
     w.embed_rank = embed / tp;
     w.root_rank = root / tp;
-    let [dense_float8, moe_float8] = float8;
+    let [dense_float8, moe_float8] = float8[0];
     w.float8_rank = dense_f * dense_float8 + moe_f * moe_float8;
     (w.first_layer_rank, w.first_layer_float8) = if end == start {
         (0.0, 0.0)
@@ -412,9 +420,9 @@ fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
 /// compares), and the elements of the linear weights torchao's float8 converts
 /// ([`crate::model::ParamGroup::float8_linear`], the rule memory's placement reads:
 /// gathered in 1 byte under FSDP2's float8 all-gather).
-fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> (Vec<u64>, f64) {
+fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> LayerModules {
     let groups = arch.layer_groups(kind);
-    let mut float8 = 0u64;
+    let (mut float8, mut float8_whole) = (0u64, 0u64);
     let largest = groups
         .iter()
         .map(|g| {
@@ -422,6 +430,14 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> (Vec<
             if g.float8_linear() {
                 // the weight, the first shape
                 float8 += shapes[0].0 * shapes[0].1 * g.copies;
+                if let Shape::Linear {
+                    in_features,
+                    out_features,
+                    ..
+                } = g.shape
+                {
+                    float8_whole += in_features * out_features * g.copies;
+                }
             }
             shapes
                 .iter()
@@ -430,7 +446,22 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> (Vec<
                 .unwrap_or(0)
         })
         .collect();
-    (largest, float8 as f64)
+    LayerModules {
+        largest,
+        float8_rank: float8 as f64,
+        float8: float8_whole as f64,
+    }
+}
+
+/// [`layer_modules`]: one decoder layer's sub-modules and float8 linear weights.
+struct LayerModules {
+    /// The largest parameter of each sub-module on one tensor-parallel rank (elements).
+    largest: Vec<u64>,
+    /// Elements of the float8 linear weights on one tensor-parallel rank.
+    float8_rank: f64,
+    /// Elements of the float8 linear weights of the whole layer (its float8 matmuls' FLOPs
+    /// per token are twice these).
+    float8: f64,
 }
 
 /// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one
@@ -710,9 +741,16 @@ pub fn layout_work(
     let moe = if n_moe > 0 {
         layer_modules(arch, crate::arch::FfnKind::Moe, tp)
     } else {
-        (Vec::new(), 0.0)
+        LayerModules {
+            largest: Vec::new(),
+            float8_rank: 0.0,
+            float8: 0.0,
+        }
     };
-    let float8 = [dense.1, moe.1];
+    let float8 = [
+        [dense.float8_rank, moe.float8_rank],
+        [dense.float8, moe.float8],
+    ];
     let mut stages: Vec<StageWork> = Vec::new();
     let mut flops_per_token = 0.0;
     for stage in 0..layout.pipeline_parallel_size.max(1) {
@@ -726,7 +764,7 @@ pub fn layout_work(
         stages,
         flops_per_token,
         seq_len,
-        module_elements: [dense.0, moe.0],
+        module_elements: [dense.largest, moe.largest],
     }
 }
 
@@ -760,6 +798,19 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         Precision::Fp32 => t.perf.fp32_tflops,
         _ => t.perf.bf16_tflops,
     } * TERA;
+    // seconds per token of a stage's layer matmuls at full rate. Under float8 with
+    // transformers' modules only the converted linears run in float8 (torchao's
+    // `convert_to_float8_training` and Transformer Engine's swaps replace `nn.Linear`
+    // modules: not routed experts, `Conv1D` or dims not divisible by 16); Megatron-Core's
+    // Transformer Engine layers run every decoder GEMM in fp8, grouped experts too
+    let converted_only = tr.precision == Precision::Fp8 && t.code == ModelCode::Transformers;
+    let layer_mm_seconds = |w: &StageWork| {
+        if converted_only {
+            w.layer_mm_float8 / mm_rate + (w.layer_mm - w.layer_mm_float8).max(0.0) / bf16_rate
+        } else {
+            w.layer_mm / mm_rate
+        }
+    };
     let (tp, pp, cp) = (
         l.tensor_parallel_size.max(1),
         l.pipeline_parallel_size.max(1),
@@ -837,7 +888,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         };
         let elementwise = ew_fwd + ew_bwd + loss_fwd + loss_bwd;
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
-        let mm_fwd = per_gpu * (w.layer_mm / mm_rate + w.head_mm / bf16_rate) / eff;
+        let layer_mm_fwd = per_gpu * layer_mm_seconds(w) / eff;
+        let mm_fwd = layer_mm_fwd + per_gpu * w.head_mm / bf16_rate / eff;
         let (attn_fwd, attn_bwd) = if eager {
             // materialized scores: every key of every query head, each matmul kernel the
             // slower of its FLOPs (2 d per score) and its score bytes (roofline), the
@@ -861,7 +913,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         // backward: input and weight gradients (LoRA's frozen base: input gradients only)
         let mm_bwd = if lora { 1.0 } else { 2.0 };
         let bwd = mm_bwd * mm_fwd + attn_bwd;
-        let layer_mm_fwd = per_gpu * w.layer_mm / mm_rate / eff;
         // the layers' forward elementwise kernels run again under full and per-op
         // recomputation (torchtitan's `_save_list` keeps matmul and attention outputs only)
         let recompute = match tr.activation_checkpointing {

@@ -206,6 +206,21 @@ fn fsdp2_float8_all_gather_holds_linear_weights_in_one_byte() {
         c(&float8, "optimizer_step", "weights"),
         c(&bf16, "optimizer_step", "weights")
     );
+    // GPT-2's projections are transformers' Conv1D, which torchao does not convert (it
+    // swaps nn.Linear modules): the option changes nothing there
+    let gpt2 = |float8_all_gather: bool| {
+        est(json!({
+            "model": {"preset": "gpt2"},
+            "training": {"seq_len": 1024, "gradient_accumulation_steps": 4, "precision": "fp8"},
+            "parallelism": {"pipeline_parallel_size": 2},
+            "engine": {"type": "fsdp", "float8_all_gather": float8_all_gather},
+            "hardware": {"num_gpus": 8}
+        }))
+    };
+    assert_eq!(
+        c(&gpt2(true), "backward", "gathered_parameters"),
+        c(&gpt2(false), "backward", "gathered_parameters")
+    );
     // only FSDP2 under fp8 has it
     for (engine, precision) in [
         (

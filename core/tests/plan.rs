@@ -305,6 +305,60 @@ fn float8_all_gather_sends_the_linear_weights_in_one_byte() {
 }
 
 #[test]
+fn float8_runs_the_converted_linears_in_float8() {
+    // Qwen3-30B-A3B (48 MoE layers, hidden 2048, 32 heads and 4 KV heads of 128, 128
+    // experts of 768, 8 per token, untied vocabulary 151 936) on one H100, b 1, s 1024,
+    // precision fp8, no recomputation. Per layer and token: q and o 2048 x 4096 =
+    // 8 388 608 each, k and v 2048 x 512 = 1 048 576 each (18 874 368: the nn.Linear weights
+    // torchao converts); the router 2048 x 128 = 262 144 and 8 active experts of 3 x 2048 x
+    // 768 = 37 748 736 (38 010 880: not nn.Linear or filtered, bf16). Head 151 936 x 2048 =
+    // 311 164 928 (bf16). Forward 2 FLOPs each, backward 4, at 0.6 of 1979e12 (fp8) or
+    // 989e12 (bf16). Attention as in the dense test below: 48 layers x 2 x 32 heads x 256
+    // head dims x 512.5 keys, 3.5 times with backward, at 989e12 x 0.35.
+    let run = |engine: Value| {
+        time_of(json!({
+            "model": {"preset": "qwen3-30b-a3b"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": "fp8"},
+            "engine": engine,
+            "hardware": {"gpu": "h100-80gb", "num_gpus": 1}
+        }))
+    };
+    let (converted, other, head) = (48.0 * 18_874_368.0, 48.0 * 38_010_880.0, 311_164_928.0);
+    let mm = |fp8: f64, bf16: f64| 6.0 * 1024.0 * (fp8 / 1979e12 + bf16 / 989e12) / 0.6;
+    let attn = 3.5 * 48.0 * 2.0 * 32.0 * 256.0 * 512.5 * 1024.0 / (989e12 * 0.35);
+    // transformers' modules (FSDP2): the converted linears in float8, the rest in bf16
+    let fsdp = run(json!({"type": "fsdp", "fsdp_version": 2}));
+    let expected = mm(converted, other + head) + attn;
+    assert!(
+        close(term(&fsdp, "compute"), expected),
+        "{fsdp:?} {expected}"
+    );
+    // Megatron-Core's Transformer Engine layers: every decoder GEMM in fp8, grouped
+    // experts and router too; the head in bf16
+    let megatron = run(json!({"type": "megatron"}));
+    let expected = mm(converted + other, head) + attn;
+    assert!(
+        close(term(&megatron, "compute"), expected),
+        "{megatron:?} {expected}"
+    );
+    // GPT-2's projections are Conv1D, not nn.Linear: under transformers' modules nothing
+    // runs in float8, and fp8 computes exactly as bf16; Megatron's GPT layers do
+    let gpt2 = |engine: Value, precision: &str| {
+        let t = time_of(json!({
+            "model": {"preset": "gpt2"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": precision},
+            "engine": engine,
+            "hardware": {"gpu": "h100-80gb", "num_gpus": 1}
+        }));
+        term(&t, "compute")
+    };
+    let fsdp = json!({"type": "fsdp", "fsdp_version": 2});
+    assert!(close(gpt2(fsdp.clone(), "fp8"), gpt2(fsdp, "bf16")));
+    let megatron = json!({"type": "megatron"});
+    assert!(gpt2(megatron.clone(), "fp8") < 0.9 * gpt2(megatron, "bf16"));
+}
+
+#[test]
 fn the_dense_compute_term_follows_the_flop_count() {
     // Llama-3.2-1B on one H100, b 1, s 1024, bf16, no recomputation. Matmul parameters per
     // token: 16 layers x (attention 2048 x (2048 + 2 x 512 + 2048) + MLP 3 x 2048 x 8192)

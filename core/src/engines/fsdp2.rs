@@ -162,7 +162,8 @@ impl FsdpOptions {
             .max_by_key(|&(all, f8)| (all - f8) * param + f8)
             .unwrap_or((0, 0));
         let layers = unsharded(Which::All) - root;
-        let layers8 = float8(Which::All) - float8(Which::Root);
+        // every float8 weight is a decoder layer's (Dim0::float8): the root holds none
+        let layers8 = float8(Which::All);
         let raf = self.raf(l);
         let keep = |x: u64| match raf {
             ReshardAfterForward::Always(true) => 0,

@@ -177,16 +177,16 @@ fn fsdp2_float8_all_gather_holds_linear_weights_in_one_byte() {
     // gate, up, down 16 777 216 each = 60 817 408 (every dimension divisible by 16), the
     // two norms 4 096 stay bf16; the root (tied embedding 262 668 288 + final norm 2 048)
     // has no float8 linear.
-    let run = |float8_all_gather: bool| {
+    let run = |preset: &str, float8_all_gather: bool| {
         est(json!({
-            "model": {"preset": "llama-3.2-1b"},
+            "model": {"preset": preset},
             "training": {"seq_len": 1024, "gradient_accumulation_steps": 4, "precision": "fp8"},
             "parallelism": {"pipeline_parallel_size": 2},
             "engine": {"type": "fsdp", "float8_all_gather": float8_all_gather},
             "hardware": {"num_gpus": 8}
         }))
     };
-    let (bf16, float8) = (run(false), run(true));
+    let (bf16, float8) = (run("llama-3.2-1b", false), run("llama-3.2-1b", true));
     let stage = 749_242_368u64;
     let linear = 60_817_408u64;
     // bf16 gathers: the root, 8 kept layers and the prefetched layer's all-gather buffer,
@@ -208,18 +208,9 @@ fn fsdp2_float8_all_gather_holds_linear_weights_in_one_byte() {
     );
     // GPT-2's projections are transformers' Conv1D, which torchao does not convert (it
     // swaps nn.Linear modules): the option changes nothing there
-    let gpt2 = |float8_all_gather: bool| {
-        est(json!({
-            "model": {"preset": "gpt2"},
-            "training": {"seq_len": 1024, "gradient_accumulation_steps": 4, "precision": "fp8"},
-            "parallelism": {"pipeline_parallel_size": 2},
-            "engine": {"type": "fsdp", "float8_all_gather": float8_all_gather},
-            "hardware": {"num_gpus": 8}
-        }))
-    };
     assert_eq!(
-        c(&gpt2(true), "backward", "gathered_parameters"),
-        c(&gpt2(false), "backward", "gathered_parameters")
+        c(&run("gpt2", true), "backward", "gathered_parameters"),
+        c(&run("gpt2", false), "backward", "gathered_parameters")
     );
     // only FSDP2 under fp8 has it
     for (engine, precision) in [

@@ -206,7 +206,7 @@ impl StageWork {
 
 /// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step);
 /// `float8`: the float8 linear weights' elements of one dense and of one MoE layer, on one
-/// tensor-parallel rank and whole ([`layer_modules`]).
+/// tensor-parallel rank (`float8[0]`) and whole (`float8[1]`) ([`layer_modules`]).
 fn stage_work(
     arch: &ModelArch,
     p: &ParamCounts,

@@ -205,8 +205,8 @@ impl StageWork {
 }
 
 /// `n_moe`: the model's MoE layers (`arch.num_moe_layers()`, counted once per step);
-/// `float8`: the float8 linear weights' elements of one dense and of one MoE layer, on one
-/// tensor-parallel rank (`float8[0]`) and whole (`float8[1]`) ([`layer_modules`]).
+/// `[dense_modules, moe_modules]`: [`layer_modules`] of one dense and of one MoE layer
+/// (their float8 linear weights, on one tensor-parallel rank and whole).
 fn stage_work(
     arch: &ModelArch,
     p: &ParamCounts,
@@ -214,7 +214,7 @@ fn stage_work(
     s: f64,
     stage: u64,
     n_moe: u64,
-    float8: [[f64; 2]; 2],
+    [dense_modules, moe_modules]: [&LayerModules; 2],
 ) -> StageWork {
     let layers = arch.num_hidden_layers.max(1);
     let n_dense = layers - n_moe.min(layers);
@@ -259,7 +259,7 @@ fn stage_work(
         attn_masked: 2.0 * heads * dims * (sliding * s + (n - sliding) * keys_full),
         attn_model: 2.0 * heads * dims * s * n,
         layer_mm: dense_f * 2.0 * (attn + dense_mlp) + moe_f * 2.0 * (attn + moe_active),
-        layer_mm_float8: 2.0 * (dense_f * float8[1][0] + moe_f * float8[1][1]),
+        layer_mm_float8: 2.0 * (dense_f * dense_modules.float8 + moe_f * moe_modules.float8),
         ..Default::default()
     };
     // non-expert parameters of one dense and of one MoE layer
@@ -287,7 +287,7 @@ fn stage_work(
     w.params_rank = dense_params / tp + expert_params / etp_ep;
     w.embed_rank = embed / tp;
     w.root_rank = root / tp;
-    let [dense_float8, moe_float8] = float8[0];
+    let (dense_float8, moe_float8) = (dense_modules.float8_rank, moe_modules.float8_rank);
     w.float8_rank = dense_f * dense_float8 + moe_f * moe_float8;
     (w.first_layer_rank, w.first_layer_float8) = if end == start {
         (0.0, 0.0)
@@ -747,14 +747,10 @@ pub fn layout_work(
             float8: 0.0,
         }
     };
-    let float8 = [
-        [dense.float8_rank, moe.float8_rank],
-        [dense.float8, moe.float8],
-    ];
     let mut stages: Vec<StageWork> = Vec::new();
     let mut flops_per_token = 0.0;
     for stage in 0..layout.pipeline_parallel_size.max(1) {
-        let w = stage_work(arch, params, layout, s, stage, n_moe, float8);
+        let w = stage_work(arch, params, layout, s, stage, n_moe, [&dense, &moe]);
         flops_per_token += 3.0 * (w.layer_mm + w.head_mm + w.attn_model);
         if stages.last() != Some(&w) {
             stages.push(w);

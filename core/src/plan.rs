@@ -31,6 +31,7 @@ use crate::config::{
     Config, DdpOptions, Engine, FsdpOptions, MegatronDeepspeedOptions, MegatronOptions, Mode,
     Offload, PipelineSchedule, Recompute, ReshardAfterForward, ZeroOptions,
 };
+use crate::engines::Sizes;
 use crate::error::{Errors, FieldError};
 use crate::problem::Layout;
 use crate::shapes::{divisors, tensor_size_ok, uneven_split};
@@ -532,23 +533,42 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     && (cp == 1 || par.context)
                                     && (ep == 1 || par.expert)
                                     && (v == 1 || par.virtual_pipeline)
-                                    && (even || par.uneven_pipeline);
+                                    && (even || par.uneven_pipeline)
+                                    && crate::engines::ulysses_heads_error(
+                                        par,
+                                        engine.model().model_code(),
+                                        arch.num_attention_heads,
+                                        arch.num_key_value_heads,
+                                        tp,
+                                        cp,
+                                    )
+                                    .is_none()
+                                    && engine.sizes_valid(Sizes { tp, pp, cp, ep });
                                 if !ok {
                                     continue;
                                 }
                                 let layout = Layout {
-                                    sequence_parallel: tp > 1 && par.sequence,
+                                    sequence_parallel: tp > 1
+                                        && par.sequence
+                                        && (cp == 1 || par.sequence_with_context),
                                     ..shape
                                 };
                                 for &rc in &req.recompute {
+                                    let mut training = base.training.clone();
+                                    training.activation_checkpointing = rc;
+                                    // a recomputation the engine cannot run (torchtitan's
+                                    // per-op policy under Megatron) is not a candidate
+                                    let mut re = Errors::default();
+                                    crate::resolve::check_recompute(&training, engine, &mut re);
+                                    if !re.is_empty() {
+                                        continue;
+                                    }
                                     let family = families.len();
                                     families.push(Family {
                                         layout,
                                         engine: ei,
                                         recompute: rc,
                                     });
-                                    let mut training = base.training.clone();
-                                    training.activation_checkpointing = rc;
                                     let bytes = crate::resolve::training_bytes(&training, engine);
                                     let traffic =
                                         engine.traffic(&layout, training.precision, bytes);

@@ -2,7 +2,7 @@
 //! the model architecture parsed and the parallel layout checked. Every rejection is a
 //! [`FieldError`] naming the field, the value and what is allowed.
 
-use crate::config::{Config, InferenceEngine, Mode, PipelineSchedule};
+use crate::config::{Config, Engine, InferenceEngine, Mode, PipelineSchedule};
 use crate::engines::Sizes;
 use crate::error::{Errors, FieldError, short};
 use crate::hf;
@@ -413,6 +413,13 @@ fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes:
             format!("engine {kind} does not model sequence parallelism; use megatron, megatron_deepspeed or fsdp (fsdp_version 2)"),
         );
     }
+    if p.sequence_parallel && sizes.tp > 1 && sizes.cp > 1 && !par.sequence_with_context {
+        e.add(
+            "parallelism.sequence_parallel",
+            "true",
+            format!("engine {kind} cannot combine sequence parallelism with context parallelism (DeepSpeed-Ulysses, context_parallel_size {}): turn one off", sizes.cp),
+        );
+    }
     if p.data_parallel_replicate_size > 1 && !par.replicate {
         e.add(
             "parallelism.data_parallel_replicate_size",
@@ -803,24 +810,11 @@ pub(crate) fn training_bytes(
     bytes
 }
 
-/// Ranges of the `training` section.
-fn check_training(config: &Config, e: &mut Errors) {
-    let t = &config.training;
-    e.range(
-        "training.micro_batch_size",
-        t.micro_batch_size,
-        1,
-        limits::MAX_BATCH,
-    );
-    e.range("training.seq_len", t.seq_len, 1, limits::MAX_SEQ);
-    e.range(
-        "training.gradient_accumulation_steps",
-        t.gradient_accumulation_steps,
-        1,
-        limits::MAX_GRAD_ACCUM,
-    );
+/// The recomputation choice against the engine and the rest of the training set-up (also
+/// the plan search's filter of its recomputation options: the same checks).
+pub(crate) fn check_recompute(t: &crate::config::Training, engine: &Engine, e: &mut Errors) {
     if t.activation_checkpointing == crate::config::Recompute::SelectiveOp {
-        if config.engine.model().model_code() == crate::precision::ModelCode::Megatron {
+        if engine.model().model_code() == crate::precision::ModelCode::Megatron {
             e.add(
                 "training.activation_checkpointing",
                 "\"selective_op\"",
@@ -843,7 +837,7 @@ fn check_training(config: &Config, e: &mut Errors) {
                 "offloads what checkpointed layers save: set activation_checkpointing to \"full\" or \"selective_op\"",
             );
         }
-        if config.engine.model().model_code() == crate::precision::ModelCode::Megatron {
+        if engine.model().model_code() == crate::precision::ModelCode::Megatron {
             e.add(
                 "training.activation_offloading",
                 "true",
@@ -851,6 +845,25 @@ fn check_training(config: &Config, e: &mut Errors) {
             );
         }
     }
+}
+
+/// Ranges of the `training` section.
+fn check_training(config: &Config, e: &mut Errors) {
+    let t = &config.training;
+    e.range(
+        "training.micro_batch_size",
+        t.micro_batch_size,
+        1,
+        limits::MAX_BATCH,
+    );
+    e.range("training.seq_len", t.seq_len, 1, limits::MAX_SEQ);
+    e.range(
+        "training.gradient_accumulation_steps",
+        t.gradient_accumulation_steps,
+        1,
+        limits::MAX_GRAD_ACCUM,
+    );
+    check_recompute(t, &config.engine, e);
     if t.optimizer_in_backward && t.gradient_accumulation_steps > 1 {
         e.add(
             "training.optimizer_in_backward",
@@ -1101,6 +1114,18 @@ fn check_layout_for_model(
                 a.num_key_value_heads
             ),
         );
+    }
+    if config.effective_mode() == Mode::Training
+        && let Some(why) = crate::engines::ulysses_heads_error(
+            config.engine.parallelism(),
+            config.engine.model().model_code(),
+            a.num_attention_heads,
+            a.num_key_value_heads,
+            tp,
+            cp,
+        )
+    {
+        e.add("parallelism.context_parallel_size", cp, why);
     }
     let runtime = layer_splitting_runtime(config);
     if p.first_pipeline_stage_layers.is_some() || p.last_pipeline_stage_layers.is_some() {

@@ -123,7 +123,8 @@ fn document(
     let mut c = config.clone();
     if let Some(s) = shape {
         let inference = c.effective_mode() == Mode::Inference;
-        let sequence = !inference && c.engine.parallelism().sequence;
+        let par = c.engine.parallelism();
+        let sequence = !inference && par.sequence && (s.cp == 1 || par.sequence_with_context);
         let loss_parallel = c.parallelism.loss_parallel;
         c.parallelism = crate::config::Parallelism {
             tensor_parallel_size: s.tp,
@@ -282,6 +283,17 @@ impl Search<'_> {
                         .collect(),
                 };
                 for cp in cps {
+                    let heads = crate::engines::ulysses_heads_error(
+                        par,
+                        c.engine.model().model_code(),
+                        a.num_attention_heads,
+                        a.num_key_value_heads,
+                        tp,
+                        cp,
+                    );
+                    if heads.is_some() {
+                        continue;
+                    }
                     let dp = gpus.map(|g| g / tp / pp / cp);
                     let eps: Vec<u64> = match (&a.moe, par.expert) {
                         (Some(m), true) => divisors(m.num_experts)
@@ -291,6 +303,10 @@ impl Search<'_> {
                         _ => vec![1],
                     };
                     for ep in eps {
+                        let sizes = crate::engines::Sizes { tp, pp, cp, ep };
+                        if !self.inference && !c.engine.sizes_valid(sizes) {
+                            continue;
+                        }
                         out.push(Shape {
                             tp,
                             pp,

@@ -1080,6 +1080,75 @@ fn engines_reject_the_parallelism_they_do_not_model() {
     );
 }
 
+#[test]
+fn megatron_deepspeed_runs_the_layouts_its_source_runs() {
+    let errs = |model: &str, engine: Value, par: Value| {
+        errors_of(json!({
+            "model": {"preset": model},
+            "training": {"seq_len": 4096},
+            "parallelism": par,
+            "engine": engine,
+            "hardware": {"num_gpus": 8}
+        }))
+        .into_iter()
+        .map(|e| e.field)
+        .collect::<Vec<_>>()
+    };
+    let megds = json!({"type": "megatron_deepspeed", "zero_stage": 1});
+    // under --deepspeed, megatron/training.py hands model[0] alone to deepspeed.initialize:
+    // DeepSpeed's pipeline engine, no interleaved schedule (Llama-2-7B: 32 layers, PP 2 x 2
+    // virtual stages divide them, so this is the only error)
+    assert_eq!(
+        errs(
+            "llama-2-7b",
+            megds.clone(),
+            json!({"pipeline_parallel_size": 2, "virtual_pipeline_parallel_size": 2})
+        ),
+        ["parallelism.virtual_pipeline_parallel_size"]
+    );
+    // Ulysses (context_parallel_size) beside Megatron's sequence parallelism: a RuntimeError
+    // in megatron/initialize.py; either alone runs
+    let tp_cp = |sp: bool| json!({"tensor_parallel_size": 2, "context_parallel_size": 2, "sequence_parallel": sp});
+    assert_eq!(
+        errs("llama-2-7b", megds.clone(), tp_cp(true)),
+        ["parallelism.sequence_parallel"]
+    );
+    assert!(errs("llama-2-7b", megds.clone(), tp_cp(false)).is_empty());
+    // Megatron-Core's ring attention takes both
+    assert!(errs("llama-2-7b", json!({"type": "megatron"}), tp_cp(true)).is_empty());
+    // Ulysses scatters one tensor-parallel rank's heads (the keys and values repeated to
+    // them): Qwen2.5-0.5B's 14 heads over TP 2 leave 7, which CP 2 cannot split; Megatron's
+    // ring attention splits the sequence, not the heads
+    assert_eq!(
+        errs("qwen2.5-0.5b", megds.clone(), tp_cp(false)),
+        ["parallelism.context_parallel_size"]
+    );
+    assert!(errs("qwen2.5-0.5b", json!({"type": "megatron"}), tp_cp(false)).is_empty());
+    // transformers under DeepSpeed (ALST, ulysses_sp.py): CP must divide the 40 query heads
+    // of Qwen2.5-14B, and its 8 key/value heads must divide CP or be divided by it: CP 4
+    // and 8 run, CP 5 and 10 divide the query heads but not the key/value heads' 8
+    let zero1 = json!({"type": "deepspeed", "zero_stage": 1});
+    let cp = |n: u64| json!({"context_parallel_size": n});
+    let errs_n = |n: u64| {
+        errors_of(json!({
+            "model": {"preset": "qwen2.5-14b"},
+            "training": {"seq_len": 4000},
+            "parallelism": cp(n),
+            "engine": zero1.clone(),
+            "hardware": {"num_gpus": n}
+        }))
+        .into_iter()
+        .map(|e| e.field)
+        .collect::<Vec<_>>()
+    };
+    for n in [4, 8] {
+        assert!(errs_n(n).is_empty(), "CP {n}: {:?}", errs_n(n));
+    }
+    for n in [5, 10] {
+        assert_eq!(errs_n(n), ["parallelism.context_parallel_size"], "CP {n}");
+    }
+}
+
 // ---------------------------------------------------------------------------- LoRA targets
 
 /// Trainable parameters of `target_modules` r 8 on a two-layer cut of `model`.

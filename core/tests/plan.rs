@@ -766,6 +766,35 @@ fn uneven_splits_take_virtual_stages() {
 }
 
 #[test]
+fn plans_are_layouts_their_engine_runs() {
+    // Llama-3.1-70B on 64 H100, 488 sequences of 8192 (4M tokens): the 50 fastest plans.
+    // Megatron-DeepSpeed runs a pipeline as DeepSpeed's PipelineEngine (no virtual stages)
+    // and refuses Megatron's sequence parallelism beside Ulysses (context parallelism);
+    // Megatron-Core takes both. No candidate the config validation rejects is estimated.
+    let mut req = request("llama-3.1-70b", "h100-80gb", 64, 8192, 488);
+    req.top = 50;
+    let r = plan(&req).unwrap();
+    assert_eq!(r.invalid, 0, "{}", r.message);
+    let (mut megds_cp, mut megatron_sp_cp) = (0, 0);
+    for p in &r.plans {
+        let l = &p.layout;
+        let sp_cp = l.sequence_parallel && l.context_parallel_size > 1;
+        if p.engine.starts_with("Megatron-DeepSpeed") {
+            assert_eq!(l.virtual_pipeline_parallel_size, 1, "{}", p.summary);
+            assert!(!sp_cp, "{}", p.summary);
+            megds_cp += usize::from(l.context_parallel_size > 1);
+        } else if p.engine.starts_with("Megatron") {
+            megatron_sp_cp += usize::from(sp_cp);
+        }
+    }
+    // both rules were exercised
+    assert!(
+        megds_cp > 0 && megatron_sp_cp > 0,
+        "{megds_cp} {megatron_sp_cp}"
+    );
+}
+
+#[test]
 fn only_tensor_times_pipeline_fits() {
     // Llama-3.1-70B on 32 H100 under Megatron with full recomputation, s 4096, batch 64.
     // Without PP a rank holds 1/TP of 70.6B parameters: at TP 8, 8.8B x (2 B bf16 + 4 B fp32

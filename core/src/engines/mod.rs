@@ -125,6 +125,14 @@ pub struct Parallelism {
     pub replicate: bool,
     /// An expert tensor-parallel size of its own (Megatron-Core MoE parallel folding).
     pub expert_tensor: bool,
+    /// Context parallelism is DeepSpeed-Ulysses: an all-to-all that scatters the attention
+    /// heads over the context-parallel ranks (so they must divide the heads, see
+    /// [`ulysses_heads_error`]), not Megatron-Core's or torchtitan's ring attention.
+    pub ulysses: bool,
+    /// Sequence parallelism combines with context parallelism. Megatron-DeepSpeed refuses
+    /// both (`megatron/initialize.py`: "sequence_parallel_size > 1 enables DeepSpeed's
+    /// sequence parallel, which is not compatible with Megatron-LM's sequence parallel").
+    pub sequence_with_context: bool,
 }
 
 impl Parallelism {
@@ -139,6 +147,8 @@ impl Parallelism {
         uneven_pipeline: false,
         replicate: false,
         expert_tensor: false,
+        ulysses: false,
+        sequence_with_context: false,
     };
     /// Every dimension.
     pub const ALL: Parallelism = Parallelism {
@@ -151,7 +161,58 @@ impl Parallelism {
         uneven_pipeline: true,
         replicate: true,
         expert_tensor: true,
+        ulysses: false,
+        sequence_with_context: true,
     };
+}
+
+/// Why DeepSpeed-Ulysses cannot split this model's attention over `cp` context-parallel
+/// ranks, if it cannot (`None` where it can, and for ring attention). Its all-to-all
+/// scatters the heads, so `cp` must divide them:
+///
+/// * Megatron-DeepSpeed (`model_code` Megatron): the query heads of one tensor-parallel
+///   rank, the keys and values repeated to them first (`megatron/model/transformer.py`:
+///   `repeat_kv`, then `DistributedAttention`; `deepspeed/sequence/layer.py`
+///   `_generate_layout_params`: "Number of heads must be divisible by the sequence
+///   parallel size");
+/// * transformers under DeepSpeed (ALST, `deepspeed/runtime/sequence_parallel/ulysses_sp.py`
+///   `UlyssesSPAttentionHF`): the query heads, and the key/value heads divide `cp` or are
+///   divided by it (fewer are replicated).
+pub fn ulysses_heads_error(
+    par: Parallelism,
+    code: ModelCode,
+    heads: u64,
+    kv_heads: u64,
+    tp: u64,
+    cp: u64,
+) -> Option<String> {
+    if !par.ulysses || cp <= 1 {
+        return None;
+    }
+    let (heads, kv_heads) = (heads.max(1), kv_heads.max(1));
+    match code {
+        ModelCode::Megatron => {
+            let local = heads / tp.max(1);
+            (!local.is_multiple_of(cp)).then(|| {
+                format!(
+                    "DeepSpeed-Ulysses scatters each tensor-parallel rank's {local} attention heads over the context-parallel ranks: must divide them"
+                )
+            })
+        }
+        ModelCode::Transformers => {
+            if !heads.is_multiple_of(cp) {
+                Some(format!(
+                    "DeepSpeed-Ulysses scatters the {heads} attention heads over the context-parallel ranks: must divide them"
+                ))
+            } else if !(kv_heads.is_multiple_of(cp) || cp.is_multiple_of(kv_heads)) {
+                Some(format!(
+                    "DeepSpeed-Ulysses needs the {kv_heads} key/value heads to divide the context-parallel size or be divided by it"
+                ))
+            } else {
+                None
+            }
+        }
+    }
 }
 
 /// The parallel sizes a config asks for, before the layout is complete.
@@ -389,6 +450,15 @@ impl Engine {
     /// The parallel dimensions the engine models.
     pub fn parallelism(&self) -> Parallelism {
         self.model().parallelism()
+    }
+    /// `true` when the engine's own checks of the parallel sizes pass
+    /// ([`EngineModel::validate`] without a layout): the plan search and the solvers skip
+    /// the sizes the config validation would reject (plain DeepSpeed's ZeRO-3 with tensor
+    /// parallelism, a ZeRO stage above 1 with pipeline parallelism).
+    pub(crate) fn sizes_valid(&self, s: Sizes) -> bool {
+        let mut e = Errors::default();
+        self.model().validate(s, None, &mut e);
+        e.is_empty()
     }
     /// The engine's data-parallel traffic (see [`EngineModel::traffic`]).
     pub fn traffic(

@@ -612,6 +612,7 @@ impl EngineModel for ZeroOptions {
             virtual_pipeline: false,
             replicate: false,
             expert_tensor: false,
+            ulysses: true,
             ..Parallelism::ALL
         }
     }
@@ -686,9 +687,17 @@ impl EngineModel for MegatronDeepspeedOptions {
         ModelCode::Megatron
     }
     fn parallelism(&self) -> Parallelism {
+        // Under --deepspeed, `megatron/training.py` hands `model[0]` alone to
+        // `deepspeed.initialize` and a pipeline runs as DeepSpeed's PipelineEngine
+        // (`GPTModelPipe`, `train_batch`): no interleaved schedule. Context parallelism is
+        // DeepSpeed-Ulysses (`--ds-sequence-parallel-size`), which refuses Megatron's
+        // sequence parallelism beside it (`megatron/initialize.py`).
         Parallelism {
+            virtual_pipeline: false,
             replicate: false,
             expert_tensor: false,
+            ulysses: true,
+            sequence_with_context: false,
             ..Parallelism::ALL
         }
     }

@@ -534,23 +534,12 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     && (ep == 1 || par.expert)
                                     && (v == 1 || par.virtual_pipeline)
                                     && (even || par.uneven_pipeline)
-                                    && crate::engines::ulysses_heads_error(
-                                        par,
-                                        engine.model().model_code(),
-                                        arch.num_attention_heads,
-                                        arch.num_key_value_heads,
-                                        tp,
-                                        cp,
-                                    )
-                                    .is_none()
-                                    && engine.sizes_valid(Sizes { tp, pp, cp, ep });
+                                    && engine.runs_sizes(arch, Sizes { tp, pp, cp, ep });
                                 if !ok {
                                     continue;
                                 }
                                 let layout = Layout {
-                                    sequence_parallel: tp > 1
-                                        && par.sequence
-                                        && (cp == 1 || par.sequence_with_context),
+                                    sequence_parallel: par.sequence_parallel(tp, cp),
                                     ..shape
                                 };
                                 for &rc in &req.recompute {

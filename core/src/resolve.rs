@@ -1116,14 +1116,7 @@ fn check_layout_for_model(
         );
     }
     if config.effective_mode() == Mode::Training
-        && let Some(why) = crate::engines::ulysses_heads_error(
-            config.engine.parallelism(),
-            config.engine.model().model_code(),
-            a.num_attention_heads,
-            a.num_key_value_heads,
-            tp,
-            cp,
-        )
+        && let Some(why) = config.engine.ulysses_heads_error(a, tp, cp)
     {
         e.add("parallelism.context_parallel_size", cp, why);
     }

@@ -123,15 +123,14 @@ fn document(
     let mut c = config.clone();
     if let Some(s) = shape {
         let inference = c.effective_mode() == Mode::Inference;
-        let par = c.engine.parallelism();
-        let sequence = !inference && par.sequence && (s.cp == 1 || par.sequence_with_context);
+        let sequence = !inference && c.engine.parallelism().sequence_parallel(s.tp, s.cp);
         let loss_parallel = c.parallelism.loss_parallel;
         c.parallelism = crate::config::Parallelism {
             tensor_parallel_size: s.tp,
             pipeline_parallel_size: s.pp,
             context_parallel_size: s.cp,
             expert_parallel_size: s.ep,
-            sequence_parallel: s.tp > 1 && sequence,
+            sequence_parallel: sequence,
             first_pipeline_stage_layers: s.uneven.map(|u| u.0),
             last_pipeline_stage_layers: s.uneven.map(|u| u.1),
             loss_parallel,
@@ -283,17 +282,6 @@ impl Search<'_> {
                         .collect(),
                 };
                 for cp in cps {
-                    let heads = crate::engines::ulysses_heads_error(
-                        par,
-                        c.engine.model().model_code(),
-                        a.num_attention_heads,
-                        a.num_key_value_heads,
-                        tp,
-                        cp,
-                    );
-                    if heads.is_some() {
-                        continue;
-                    }
                     let dp = gpus.map(|g| g / tp / pp / cp);
                     let eps: Vec<u64> = match (&a.moe, par.expert) {
                         (Some(m), true) => divisors(m.num_experts)
@@ -304,7 +292,7 @@ impl Search<'_> {
                     };
                     for ep in eps {
                         let sizes = crate::engines::Sizes { tp, pp, cp, ep };
-                        if !self.inference && !c.engine.sizes_valid(sizes) {
+                        if !self.inference && !c.engine.runs_sizes(a, sizes) {
                             continue;
                         }
                         out.push(Shape {

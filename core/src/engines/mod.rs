@@ -15,6 +15,7 @@ mod megatron;
 pub(crate) mod zero;
 
 use crate::activations::ModelCode;
+use crate::arch::ModelArch;
 use crate::config::Engine;
 use crate::error::Errors;
 use crate::placement::RankParams;
@@ -127,7 +128,7 @@ pub struct Parallelism {
     pub expert_tensor: bool,
     /// Context parallelism is DeepSpeed-Ulysses: an all-to-all that scatters the attention
     /// heads over the context-parallel ranks (so they must divide the heads, see
-    /// [`ulysses_heads_error`]), not Megatron-Core's or torchtitan's ring attention.
+    /// [`Engine::ulysses_heads_error`]), not Megatron-Core's or torchtitan's ring attention.
     pub ulysses: bool,
     /// Sequence parallelism combines with context parallelism. Megatron-DeepSpeed refuses
     /// both (`megatron/initialize.py`: "sequence_parallel_size > 1 enables DeepSpeed's
@@ -136,6 +137,12 @@ pub struct Parallelism {
 }
 
 impl Parallelism {
+    /// `true` where the engine runs Megatron sequence parallelism on a layout of `tp`
+    /// tensor- and `cp` context-parallel ranks, as the plan search and the solvers set it:
+    /// with tensor parallelism, where the engine models it and combines it with `cp`.
+    pub fn sequence_parallel(&self, tp: u64, cp: u64) -> bool {
+        tp > 1 && self.sequence && (cp == 1 || self.sequence_with_context)
+    }
     /// Data parallel only.
     pub const DATA_ONLY: Parallelism = Parallelism {
         tensor: false,
@@ -164,55 +171,6 @@ impl Parallelism {
         ulysses: false,
         sequence_with_context: true,
     };
-}
-
-/// Why DeepSpeed-Ulysses cannot split this model's attention over `cp` context-parallel
-/// ranks, if it cannot (`None` where it can, and for ring attention). Its all-to-all
-/// scatters the heads, so `cp` must divide them:
-///
-/// * Megatron-DeepSpeed (`model_code` Megatron): the query heads of one tensor-parallel
-///   rank, the keys and values repeated to them first (`megatron/model/transformer.py`:
-///   `repeat_kv`, then `DistributedAttention`; `deepspeed/sequence/layer.py`
-///   `_generate_layout_params`: "Number of heads must be divisible by the sequence
-///   parallel size");
-/// * transformers under DeepSpeed (ALST, `deepspeed/runtime/sequence_parallel/ulysses_sp.py`
-///   `UlyssesSPAttentionHF`): the query heads, and the key/value heads divide `cp` or are
-///   divided by it (fewer are replicated).
-pub fn ulysses_heads_error(
-    par: Parallelism,
-    code: ModelCode,
-    heads: u64,
-    kv_heads: u64,
-    tp: u64,
-    cp: u64,
-) -> Option<String> {
-    if !par.ulysses || cp <= 1 {
-        return None;
-    }
-    let (heads, kv_heads) = (heads.max(1), kv_heads.max(1));
-    match code {
-        ModelCode::Megatron => {
-            let local = heads / tp.max(1);
-            (!local.is_multiple_of(cp)).then(|| {
-                format!(
-                    "DeepSpeed-Ulysses scatters each tensor-parallel rank's {local} attention heads over the context-parallel ranks: must divide them"
-                )
-            })
-        }
-        ModelCode::Transformers => {
-            if !heads.is_multiple_of(cp) {
-                Some(format!(
-                    "DeepSpeed-Ulysses scatters the {heads} attention heads over the context-parallel ranks: must divide them"
-                ))
-            } else if !(kv_heads.is_multiple_of(cp) || cp.is_multiple_of(kv_heads)) {
-                Some(format!(
-                    "DeepSpeed-Ulysses needs the {kv_heads} key/value heads to divide the context-parallel size or be divided by it"
-                ))
-            } else {
-                None
-            }
-        }
-    }
 }
 
 /// The parallel sizes a config asks for, before the layout is complete.
@@ -451,11 +409,57 @@ impl Engine {
     pub fn parallelism(&self) -> Parallelism {
         self.model().parallelism()
     }
-    /// `true` when the engine's own checks of the parallel sizes pass
-    /// ([`EngineModel::validate`] without a layout): the plan search and the solvers skip
-    /// the sizes the config validation would reject (plain DeepSpeed's ZeRO-3 with tensor
-    /// parallelism, a ZeRO stage above 1 with pipeline parallelism).
-    pub(crate) fn sizes_valid(&self, s: Sizes) -> bool {
+    /// Why DeepSpeed-Ulysses cannot split `a`'s attention over `cp` context-parallel ranks
+    /// beside `tp` tensor-parallel ones, if it cannot (`None` where it can, and for engines
+    /// with ring attention). Its all-to-all scatters the heads, so `cp` must divide them:
+    ///
+    /// * Megatron-DeepSpeed (`model_code` Megatron): the query heads of one tensor-parallel
+    ///   rank, the keys and values repeated to them first (`megatron/model/transformer.py`:
+    ///   `repeat_kv`, then `DistributedAttention`; `deepspeed/sequence/layer.py`
+    ///   `_generate_layout_params`: "Number of heads must be divisible by the sequence
+    ///   parallel size");
+    /// * transformers under DeepSpeed (ALST, `deepspeed/runtime/sequence_parallel/ulysses_sp.py`
+    ///   `UlyssesSPAttentionHF`): the query heads, and the key/value heads divide `cp` or are
+    ///   divided by it (fewer are replicated).
+    pub fn ulysses_heads_error(&self, a: &ModelArch, tp: u64, cp: u64) -> Option<String> {
+        let model = self.model();
+        if !model.parallelism().ulysses || cp <= 1 {
+            return None;
+        }
+        let (heads, kv_heads) = (a.num_attention_heads.max(1), a.num_key_value_heads.max(1));
+        match model.model_code() {
+            ModelCode::Megatron => {
+                let local = heads / tp.max(1);
+                (!local.is_multiple_of(cp)).then(|| {
+                    format!(
+                        "DeepSpeed-Ulysses scatters each tensor-parallel rank's {local} attention heads over the context-parallel ranks: must divide them"
+                    )
+                })
+            }
+            ModelCode::Transformers => {
+                if !heads.is_multiple_of(cp) {
+                    Some(format!(
+                        "DeepSpeed-Ulysses scatters the {heads} attention heads over the context-parallel ranks: must divide them"
+                    ))
+                } else if !(kv_heads.is_multiple_of(cp) || cp.is_multiple_of(kv_heads)) {
+                    Some(format!(
+                        "DeepSpeed-Ulysses needs the {kv_heads} key/value heads to divide the context-parallel size or be divided by it"
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+    /// `true` when the engine runs `a` on these parallel sizes as far as the sizes alone
+    /// decide: Ulysses divides the heads ([`Engine::ulysses_heads_error`]) and the engine's
+    /// own checks pass ([`EngineModel::validate`] without a layout: plain DeepSpeed's ZeRO-3
+    /// with tensor parallelism, a ZeRO stage above 1 with pipeline parallelism). The plan
+    /// search and the solvers skip the sizes the config validation would reject.
+    pub(crate) fn runs_sizes(&self, a: &ModelArch, s: Sizes) -> bool {
+        if self.ulysses_heads_error(a, s.tp, s.cp).is_some() {
+            return false;
+        }
         let mut e = Errors::default();
         self.model().validate(s, None, &mut e);
         e.is_empty()

@@ -579,6 +579,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                                 assumptions: req.assumptions,
                                                 code,
                                                 autocast,
+                                                ulysses: par.ulysses,
                                             },
                                             &work,
                                         );

@@ -10,7 +10,7 @@
 //! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion |
 //! | recomputation | forward again: full (all layers, their elementwise kernels too), selective (attention core), selective per op (every other matmul and every elementwise kernel, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter; each collective also its fixed latency ([`nccl_latency`]) | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
-//! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel |
+//! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter; DeepSpeed-Ulysses (both DeepSpeed engines) instead all-to-alls the query, key, value and output, `(cp - 1) / cp` of each, forward (again when recomputed) and backward, not overlapped ([`ulysses_elements`]) | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel; DeepSpeed `sequence/layer.py` `DistributedAttention`, `runtime/sequence_parallel/ulysses_sp.py` |
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
@@ -153,6 +153,9 @@ pub struct TimeInputs<'a> {
     /// The model runs under `torch.autocast` with fp32 weights (transformers' eager
     /// attention then adds the fp32 causal mask to half scores, promoting them to fp32).
     pub autocast: bool,
+    /// Context parallelism is DeepSpeed-Ulysses (the engine's
+    /// [`crate::engines::Parallelism::ulysses`]): all-to-alls, not a ring exchange.
+    pub ulysses: bool,
 }
 
 const TERA: f64 = 1e12;
@@ -308,6 +311,31 @@ fn full_states(o: crate::optimizer::Optimizer) -> f64 {
         StateLayout::Quantized { states, bits, .. } => states as f64 * bits as f64 / 32.0,
         StateLayout::Factored { momentum } => momentum as f64,
     }
+}
+
+/// DeepSpeed-Ulysses' forward exchange per decoder layer: the elements one GPU sends for the
+/// `tokens` of its sequence chunk (times the activation bytes over the link's bandwidth:
+/// seconds). One all-to-all each for the query, key, value and attention
+/// output, each sending `(cp - 1) / cp` of its tensor (an all-to-all's bytes on the wire as
+/// nccl-tests `PERFORMANCE.md` counts them); not overlapped with compute (neither engine
+/// passes a side stream: `sp_stream` unset). Backward runs the same all-to-alls on the
+/// gradients (`_SeqAllToAll.backward`, `_DimZeroAllToAll.backward`).
+///
+/// * Megatron-DeepSpeed (`model_code` Megatron): one tensor-parallel rank's query heads, the
+///   keys and values repeated to them before the exchange (`megatron/model/transformer.py`
+///   `repeat_kv`, then `deepspeed/sequence/layer.py` `DistributedAttention.forward`);
+/// * transformers under DeepSpeed (ALST, `deepspeed/runtime/sequence_parallel/ulysses_sp.py`
+///   `_combine_local_sequences`, `_partition_global_sequence`): the query heads, and the key
+///   and value heads, replicated up to `cp` when fewer (`kv_replication_factor`).
+fn ulysses_elements(arch: &ModelArch, code: ModelCode, tp: u64, cp: u64, tokens: f64) -> f64 {
+    let heads = (arch.num_attention_heads / tp).max(1);
+    let kv_heads = match code {
+        ModelCode::Megatron => heads,
+        ModelCode::Transformers => (arch.num_key_value_heads / tp).max(cp),
+    };
+    let (dqk, dv) = (arch.qk_head_dim(), arch.v_head_dim());
+    let elems = heads * (dqk + dv) + kv_heads * (dqk + dv);
+    tokens * elems as f64 * (cp - 1) as f64 / cp as f64
 }
 
 /// Ring all-reduce time: `2 (n-1)/n x bytes / bandwidth` (NCCL ring).
@@ -926,8 +954,21 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             };
         let tp_time =
             w.layers as f64 * tp_count * (all_reduce(tokens * h * act, tp, tp_bw) + tp_lat);
-        // context parallel: K and V chunks around the ring, hidden behind attention
-        let cp_time = if cp > 1 {
+        // context parallel: DeepSpeed-Ulysses' all-to-alls, on the critical path
+        let cp_time = if cp > 1 && t.ulysses {
+            let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
+                2.0
+            } else {
+                1.0
+            };
+            // forward (and again when recomputed), then the gradients' all-to-alls
+            w.layers as f64
+                * (fwd_passes + 1.0)
+                * ulysses_elements(arch, t.code, tp, cp, tokens)
+                * act
+                / cp_bw
+        } else if cp > 1 {
+            // ring attention: K and V chunks around the ring, hidden behind attention
             let kv_elems = if arch.mla.is_some() {
                 arch.num_attention_heads as f64 * (arch.qk_head_dim() + arch.v_head_dim()) as f64
             } else {
@@ -1244,5 +1285,6 @@ pub fn step_time_with(
         assumptions,
         code: r.model_code,
         autocast: r.config.engine.runs_autocast(&r.bytes),
+        ulysses: r.config.engine.model().parallelism().ulysses,
     })
 }

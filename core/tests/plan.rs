@@ -60,6 +60,38 @@ fn tensor_parallel_and_pipeline_terms_by_hand() {
 }
 
 #[test]
+fn ulysses_all_to_alls_by_hand() {
+    // Llama-3.2-1B (16 layers, 32 query and 8 key/value heads of 64) on 4 A100-80GB (one
+    // node), context parallel 4, micro-batch 1, one step, s 8192: 2048 tokens per GPU, AMP
+    // bf16 (2 B activations)
+    let cfg = |engine: &str, recompute: &str| {
+        json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 1, "seq_len": 8192,
+                         "activation_checkpointing": recompute},
+            "parallelism": {"context_parallel_size": 4},
+            "engine": {"type": engine, "zero_stage": 1},
+            "hardware": {"gpu": "a100-80gb", "num_gpus": 4}
+        })
+    };
+    // an all-to-all sends 3/4 of its tensor over NVLink (300e9 B/s each way); 16 layers
+    let per_token = |elems: f64| 16.0 * 2048.0 * elems * 0.75 * 2.0 / 300e9;
+    // Megatron-DeepSpeed: query, key, value (repeated to the 32 heads) and output, 32 x 64
+    // elements per token each; forward and backward
+    let megds = per_token(4.0 * 32.0 * 64.0);
+    let t = time_of(cfg("megatron_deepspeed", "none"));
+    assert!(close(term(&t, "context_parallel"), 2.0 * megds), "{t:?}");
+    // full recomputation runs the forward's all-to-alls again
+    let t = time_of(cfg("megatron_deepspeed", "full"));
+    assert!(close(term(&t, "context_parallel"), 3.0 * megds), "{t:?}");
+    // transformers under DeepSpeed (ALST): the 8 key/value heads exchanged as they are
+    // (32 + 8 + 8 + 32 heads of 64)
+    let t = time_of(cfg("deepspeed", "none"));
+    let alst = per_token(80.0 * 64.0);
+    assert!(close(term(&t, "context_parallel"), 2.0 * alst), "{t:?}");
+}
+
+#[test]
 fn elementwise_kernels_by_hand() {
     // Llama-3.2-1B (16 layers, h 2048, 32 heads and 8 KV heads of 64, intermediate 8192,
     // vocabulary 128 256) on one H100 (3.35e12 B/s), b 1, s 2048, pure bf16 (e = 2 B).

@@ -19,10 +19,11 @@
 //! virtual stages dividing each stage's layers (of an uneven split too, whose middle and
 //! end stages are then whole multiples of the chunk count, `shapes::uneven_split`);
 //! context parallelism dividing the sequence into `2 cp` chunks (load-balanced ring
-//! attention); expert parallelism dividing the experts; data parallelism dividing the
-//! global batch when it is given in sequences, or, given in tokens, the batch rounded per
-//! layout to whole sequences per data-parallel rank (so that 4M tokens of 4096, 977
-//! sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with tensor
+//! attention; `cp` chunks under DeepSpeed-Ulysses:
+//! [`crate::engines::Parallelism::sequence_multiple`]); expert parallelism dividing the
+//! experts; data parallelism dividing the global batch when it is given in sequences, or,
+//! given in tokens, the batch rounded per layout to whole sequences per data-parallel rank
+//! (so that 4M tokens of 4096, 977 sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with tensor
 //! parallelism wherever the engine models it (Megatron, torchtitan). Under torchao float8
 //! (precision `fp8`) each FSDP2 variant is tried with and without its float8 all-gather
 //! (`engine.float8_all_gather`): it needs tensorwise scaling, which not every recipe uses.
@@ -448,7 +449,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                 }
                 let even = layers.is_multiple_of(pp);
                 for cp in divisors(n / tp / pp) {
-                    if cp > 1 && !seq.is_multiple_of(2 * cp) {
+                    if !seq.is_multiple_of(cp) {
                         continue;
                     }
                     let dp = n / tp / pp / cp;
@@ -534,6 +535,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     && (ep == 1 || par.expert)
                                     && (v == 1 || par.virtual_pipeline)
                                     && (even || par.uneven_pipeline)
+                                    && seq.is_multiple_of(par.sequence_multiple(cp))
                                     && engine.runs_sizes(arch, Sizes { tp, pp, cp, ep });
                                 if !ok {
                                     continue;

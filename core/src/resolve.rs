@@ -1224,7 +1224,22 @@ fn check_layout_for_model(
             );
         }
     }
-    if !t.seq_len.is_multiple_of(cp) {
+    if config.effective_mode() == Mode::Training {
+        let multiple = config.engine.parallelism().sequence_multiple(cp);
+        if !t.seq_len.is_multiple_of(multiple) {
+            e.add(
+                "training.seq_len",
+                t.seq_len,
+                if multiple == cp {
+                    format!("must be divisible by context_parallel_size ({cp})")
+                } else {
+                    format!(
+                        "must be divisible by 2 x context_parallel_size ({multiple}): load-balanced ring attention splits the sequence into 2 chunks per context-parallel rank (Megatron-Core get_batch_on_this_cp_rank, torchtitan seq_len_divisor)"
+                    )
+                },
+            );
+        }
+    } else if !t.seq_len.is_multiple_of(cp) {
         e.add(
             "training.seq_len",
             t.seq_len,

@@ -274,11 +274,14 @@ impl Search<'_> {
                     // a searched sequence is made a multiple of the context-parallel size
                     (true, Some(g)) => divisors(g / tp / pp)
                         .into_iter()
-                        .filter(|cp| self.target == Target::MaxSequence || seq.is_multiple_of(*cp))
+                        .filter(|&cp| {
+                            self.target == Target::MaxSequence
+                                || seq.is_multiple_of(par.sequence_multiple(cp))
+                        })
                         .collect(),
                     (true, None) => (0..7)
                         .map(|k| 1u64 << k)
-                        .filter(|cp| seq.is_multiple_of(*cp))
+                        .filter(|&cp| seq.is_multiple_of(par.sequence_multiple(cp)))
                         .collect(),
                 };
                 for cp in cps {
@@ -373,8 +376,12 @@ fn largest_value(s: &mut Search, own: &Layout) -> Result<Found, Vec<FieldError>>
     let max_for = |cp: u64| -> (u64, u64) {
         match target {
             Target::MaxSequence if inference => (1, positions),
-            // training sequences stay divisible by the context-parallel size
-            Target::MaxSequence => (cp, positions / cp),
+            // training sequences stay divisible by what the engine's context parallelism
+            // splits them into
+            Target::MaxSequence => {
+                let m = config.engine.parallelism().sequence_multiple(cp);
+                (m, positions / m)
+            }
             _ => (1, limits::MAX_BATCH),
         }
     };

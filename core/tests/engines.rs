@@ -1081,6 +1081,37 @@ fn engines_reject_the_parallelism_they_do_not_model() {
 }
 
 #[test]
+fn ring_attention_takes_two_chunks_per_context_parallel_rank() {
+    let errs = |engine: Value, seq: u64| {
+        errors_of(json!({
+            "model": {"preset": "llama-2-7b"},
+            "training": {"seq_len": seq},
+            "parallelism": {"context_parallel_size": 4},
+            "engine": engine,
+            "hardware": {"num_gpus": 8}
+        }))
+        .into_iter()
+        .map(|e| e.field)
+        .collect::<Vec<_>>()
+    };
+    // 4100 = 4 x 1025: one chunk per rank, not two (Megatron-Core get_batch_on_this_cp_rank
+    // views the sequence as 2 cp chunks; torchtitan's seq_len_divisor is 2 cp)
+    for ring in [json!({"type": "megatron"}), json!({"type": "fsdp"})] {
+        assert_eq!(errs(ring.clone(), 4100), ["training.seq_len"], "{ring}");
+        // 4104 = 8 x 513
+        assert!(errs(ring.clone(), 4104).is_empty(), "{ring}");
+    }
+    // DeepSpeed-Ulysses gives each rank one chunk
+    let megds = json!({"type": "megatron_deepspeed", "zero_stage": 1});
+    assert!(errs(megds, 4100).is_empty());
+    // 4098 is not a multiple of 4 at all
+    assert_eq!(
+        errs(json!({"type": "deepspeed", "zero_stage": 1}), 4098),
+        ["training.seq_len"]
+    );
+}
+
+#[test]
 fn megatron_deepspeed_runs_the_layouts_its_source_runs() {
     let errs = |model: &str, engine: Value, par: Value| {
         errors_of(json!({

@@ -143,6 +143,19 @@ impl Parallelism {
     pub fn sequence_parallel(&self, tp: u64, cp: u64) -> bool {
         tp > 1 && self.sequence && (cp == 1 || self.sequence_with_context)
     }
+    /// What a training sequence must be a multiple of on `cp` context-parallel ranks: 1
+    /// without context parallelism; `cp` under DeepSpeed-Ulysses (one chunk per rank); else
+    /// `2 cp`, the load-balanced ring's chunks, two per rank (Megatron-Core
+    /// `get_batch_on_this_cp_rank`: `view(.., 2 * cp_size, seq // (2 * cp_size), ..)`;
+    /// torchtitan `ParallelDims.seq_len_divisor`: "Context Parallel requires that seq_len be
+    /// divisible by 2 * CP degree, when load balancing is enabled (by default)").
+    pub fn sequence_multiple(&self, cp: u64) -> u64 {
+        match cp {
+            0 | 1 => 1,
+            _ if self.ulysses => cp,
+            _ => 2 * cp,
+        }
+    }
     /// Data parallel only.
     pub const DATA_ONLY: Parallelism = Parallelism {
         tensor: false,

@@ -34,7 +34,7 @@ use crate::config::{
 };
 use crate::engines::Sizes;
 use crate::error::{Errors, FieldError};
-use crate::problem::Layout;
+use crate::problem::{Layout, StageLayers};
 use crate::shapes::{divisors, tensor_size_ok, uneven_split};
 use crate::steptime::{StepTime, TimeAssumptions, TimeInputs};
 use serde::{Deserialize, Serialize};
@@ -472,14 +472,16 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                     };
                     // virtual stages cutting every stage into equal model chunks, each with
                     // its uneven split (first, last) if the layers do not divide: an even
-                    // split's stage, or the uneven split made of whole chunks
+                    // split's stage, or the uneven split made of whole chunks; one chunk
+                    // always (DeepSpeed's own split needs none, `StageLayers::balanced`)
                     let vs: Vec<(u64, Option<(u64, u64)>)> = if pp > 1 {
                         (1..=req.max_virtual_stages)
                             .filter_map(|v| {
                                 if even {
                                     (layers / pp).is_multiple_of(v).then_some((v, None))
                                 } else {
-                                    uneven_split(layers, pp, v).map(|split| (v, Some(split)))
+                                    let split = uneven_split(layers, pp, v);
+                                    (v == 1 || split.is_some()).then_some((v, split))
                                 }
                             })
                             .collect()
@@ -527,21 +529,44 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                 stage_layers,
                             };
                             let work = crate::steptime::layout_work(arch, params, &shape, seq);
+                            // the engines that split uneven layers themselves (DeepSpeed's
+                            // pipeline) run them as `StageLayers::balanced`, timed once
+                            let balanced = (!even && v == 1 && pp <= layers).then(|| {
+                                let stage_layers = StageLayers::balanced(layers, pp);
+                                let l = Layout {
+                                    stage_layers,
+                                    ..shape
+                                };
+                                (
+                                    stage_layers,
+                                    crate::steptime::layout_work(arch, params, &l, seq),
+                                )
+                            });
                             for (ei, (_, engine)) in engines.iter().enumerate() {
                                 let par = engine.parallelism();
+                                let own_split = !even && par.balanced_pipeline;
                                 let ok = (tp == 1 || par.tensor)
                                     && (pp == 1 || par.pipeline)
                                     && (cp == 1 || par.context)
                                     && (ep == 1 || par.expert)
                                     && (v == 1 || par.virtual_pipeline)
-                                    && (even || par.uneven_pipeline)
+                                    && if own_split {
+                                        balanced.is_some()
+                                    } else {
+                                        even || (par.uneven_pipeline && split.is_some())
+                                    }
                                     && seq.is_multiple_of(par.sequence_multiple(cp))
                                     && engine.runs_sizes(arch, Sizes { tp, pp, cp, ep });
                                 if !ok {
                                     continue;
                                 }
+                                let (stage_layers, work) = match &balanced {
+                                    Some((sl, w)) if own_split => (*sl, w),
+                                    _ => (shape.stage_layers, &work),
+                                };
                                 let layout = Layout {
                                     sequence_parallel: par.sequence_parallel(tp, cp),
+                                    stage_layers,
                                     ..shape
                                 };
                                 for &rc in &req.recompute {
@@ -583,7 +608,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                                 autocast,
                                                 ulysses: par.ulysses,
                                             },
-                                            &work,
+                                            work,
                                         );
                                         candidates.push(Candidate {
                                             family,
@@ -632,7 +657,8 @@ impl Space {
         }
         let pp = l.pipeline_parallel_size;
         let sl = l.stage_layers;
-        if pp > 1 && (sl.first != sl.middle || sl.last != sl.middle) {
+        // DeepSpeed's own split (heavier first stages) is the engine's: nothing to give
+        if pp > 1 && !sl.heavier_first && (sl.first != sl.middle || sl.last != sl.middle) {
             p.first_pipeline_stage_layers = Some(sl.first);
             p.last_pipeline_stage_layers = Some(sl.last);
         }

@@ -107,7 +107,10 @@ impl Layout {
         {
             // runs of equal middle stages: "16 x 6", or "16" for one
             let k = sl.heavier_middles.min(pp - 2);
-            let runs = [(sl.middle, pp - 2 - k), (sl.middle + 1, k)];
+            let mut runs = [(sl.middle, pp - 2 - k), (sl.middle + 1, k)];
+            if sl.heavier_first {
+                runs.reverse();
+            }
             let mut parts = vec![sl.first.to_string()];
             for (layers, count) in runs {
                 match count {
@@ -171,18 +174,25 @@ impl Layout {
 /// layers each, except the last `heavier_middles` of them, which hold one more: the splits
 /// vLLM and SGLang choose when the layers do not divide (`resolve::serving_split`: vLLM's
 /// 15 / 15 / 16 / 15 for 61 layers on 4 stages is `first` 15, `middle` 15,
-/// `heavier_middles` 1, `last` 15). Megatron's and torchtitan's splits have none.
+/// `heavier_middles` 1, `last` 15), or, with `heavier_first`, the first of them: DeepSpeed's
+/// (Megatron-DeepSpeed's 16 / 16 / 16 / 15 / 15 for 78 layers on 5 stages is `first` 16,
+/// `middle` 15, `heavier_middles` 2, `last` 15). Megatron's and torchtitan's splits have
+/// none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageLayers {
     pub first: u64,
-    /// Each stage between the first and the last (but the `heavier_middles` last of them).
+    /// Each stage between the first and the last (but the `heavier_middles` of them).
     pub middle: u64,
     pub last: u64,
-    /// How many of the middle stages, the last ones before the last stage, hold
-    /// `middle + 1` layers (never with virtual stages).
+    /// How many of the middle stages, the last ones before the last stage (unless
+    /// `heavier_first`), hold `middle + 1` layers (never with virtual stages).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub heavier_middles: u64,
+    /// The `heavier_middles` are the first middle stages instead, right after the first
+    /// stage (DeepSpeed's split, [`StageLayers::balanced`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub heavier_first: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -197,14 +207,41 @@ impl StageLayers {
             middle,
             last,
             heavier_middles: 0,
+            heavier_first: false,
+        }
+    }
+
+    /// DeepSpeed's split of `layers` decoder layers over `pp` stages (`pp >= 1`): `layers /
+    /// pp` each, the first `layers % pp` stages one more. `PipelineModule` with
+    /// `partition_method='type:transformer'` (Megatron-DeepSpeed's `GPTModelPipe`) weighs the
+    /// decoder layers 1 and the embedding, norm and head 0, and `ds_utils.partition_balanced`
+    /// minimizes the spread of the stages' weights; its ties (`>=`) put the larger stages
+    /// first (checked against that function for 22 to 80 layers on 3 to 8 stages, with 0 to
+    /// 4 zero-weight layers at either end).
+    pub fn balanced(layers: u64, pp: u64) -> StageLayers {
+        let pp = pp.max(1);
+        let (c, r) = (layers / pp, layers % pp);
+        if r == 0 {
+            return StageLayers::new(c, c, c);
+        }
+        // r < pp, so pp >= 2 and the last stage holds c
+        StageLayers {
+            heavier_middles: r - 1,
+            heavier_first: true,
+            ..StageLayers::new(c + 1, c, c)
         }
     }
 
     /// The first of the middle stages that hold `middle + 1` layers, if any (with the
     /// most in-flight micro-batches of them in training).
     pub fn first_heavier_middle(&self, pp: u64) -> Option<u64> {
-        (self.heavier_middles > 0 && pp >= 3)
-            .then(|| (pp - 1).saturating_sub(self.heavier_middles.min(pp - 2)))
+        (self.heavier_middles > 0 && pp >= 3).then(|| {
+            if self.heavier_first {
+                1
+            } else {
+                (pp - 1).saturating_sub(self.heavier_middles.min(pp - 2))
+            }
+        })
     }
 
     /// The layer index range `[start, end)` of stage `s` of `pp`.
@@ -213,9 +250,16 @@ impl StageLayers {
             return (0, self.first);
         }
         let k = self.heavier_middles.min(pp.saturating_sub(2));
-        // the heavier middle stages are pp - 1 - k ..= pp - 2: of the stages before s,
-        // (s + k) - (pp - 1) of them
-        let heavier_before = |s: u64| (s + k).saturating_sub(pp - 1);
+        // the heavier middle stages are 1 ..= k (heavier_first) or pp - 1 - k ..= pp - 2: of
+        // the stages before s, min(s - 1, k) or (s + k) - (pp - 1) of them
+        let front = self.heavier_first;
+        let heavier_before = |s: u64| {
+            if front {
+                s.saturating_sub(1).min(k)
+            } else {
+                (s + k).saturating_sub(pp - 1)
+            }
+        };
         let start = if s == 0 {
             0
         } else {
@@ -308,5 +352,25 @@ mod tests {
             [(0, 13), (13, 26), (26, 39), (39, 53), (53, 67), (67, 80)]
         );
         assert_eq!(sl.chunks(4, 6, 1).collect::<Vec<_>>(), vec![(53, 67)]);
+    }
+
+    #[test]
+    fn deepspeed_balanced_split() {
+        // 78 layers on 5 stages: 15 each and 3 left over, to the first 3 stages: 16 / 16 /
+        // 16 / 15 / 15, ranges [0, 16), [16, 32), [32, 48), [48, 63), [63, 78)
+        let sl = StageLayers::balanced(78, 5);
+        let ranges: Vec<_> = (0..5).map(|s| sl.range(s, 5)).collect();
+        assert_eq!(ranges, [(0, 16), (16, 32), (32, 48), (48, 63), (63, 78)]);
+        assert_eq!(sl.first_heavier_middle(5), Some(1));
+        // 30 on 4: 8 / 8 / 7 / 7 (partition_balanced's parts [0, 10, 18, 25, 35] with the
+        // embedding and a cast before the layers and three modules after them)
+        let sl = StageLayers::balanced(30, 4);
+        let lens: Vec<_> = (0..4).map(|s| sl.range(s, 4)).map(|(a, b)| b - a).collect();
+        assert_eq!(lens, [8, 8, 7, 7]);
+        // divisible: even; one left over: the first stage alone (DeepSpeed's split still)
+        assert_eq!(StageLayers::balanced(32, 4), StageLayers::new(8, 8, 8));
+        let one = StageLayers::balanced(33, 4);
+        assert_eq!((one.first, one.middle, one.last), (9, 8, 8));
+        assert_eq!((one.heavier_middles, one.heavier_first), (0, true));
     }
 }

@@ -471,7 +471,13 @@ fn check_engine(config: &Config, e: &mut Errors, layout: Option<&Layout>, sizes:
                 e.add(
                     f,
                     v,
-                    format!("engine {kind} splits the layers evenly over the pipeline stages"),
+                    if par.balanced_pipeline {
+                        format!(
+                            "engine {kind} splits the layers over the pipeline stages itself (DeepSpeed PipelineModule, partition_method 'type:transformer': the first num_hidden_layers % pipeline_parallel_size stages one layer more)"
+                        )
+                    } else {
+                        format!("engine {kind} splits the layers evenly over the pipeline stages")
+                    },
                 );
             }
         }
@@ -1141,6 +1147,23 @@ fn check_layout_for_model(
                     ),
                 );
             }
+        }
+    } else if !a.num_hidden_layers.is_multiple_of(pp)
+        && config.effective_mode() == Mode::Training
+        && config.engine.parallelism().balanced_pipeline
+    {
+        // DeepSpeed's PipelineModule splits the layers itself
+        if pp > a.num_hidden_layers {
+            e.add(
+                "parallelism.pipeline_parallel_size",
+                pp,
+                format!(
+                    "must be at most num_hidden_layers ({})",
+                    a.num_hidden_layers
+                ),
+            );
+        } else {
+            l.stage_layers = StageLayers::balanced(a.num_hidden_layers, pp);
         }
     } else if !a.num_hidden_layers.is_multiple_of(pp) {
         e.add(

@@ -258,8 +258,12 @@ impl Search<'_> {
                 None => (1..=layers).collect(),
             };
             for pp in pps.into_iter().filter(|&p| p == 1 || par.pipeline) {
-                let uneven = if layers.is_multiple_of(pp) || runtime_split {
-                    // vLLM and SGLang: resolve takes the runtime's own split
+                let uneven = if layers.is_multiple_of(pp)
+                    || runtime_split
+                    || (par.balanced_pipeline && !self.inference)
+                {
+                    // vLLM, SGLang and DeepSpeed's pipeline: resolve takes the runtime's own
+                    // split
                     None
                 } else if par.uneven_pipeline {
                     match uneven_split(layers, pp, 1) {

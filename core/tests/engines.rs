@@ -1112,6 +1112,61 @@ fn ring_attention_takes_two_chunks_per_context_parallel_rank() {
 }
 
 #[test]
+fn megatron_deepspeed_splits_uneven_layers_as_deepspeed() {
+    // Llama-3.2-1B's 16 decoder layers on 6 stages (TP 1, 6 GPUs), 4 micro-batches per step:
+    // GPTModelPipe is a PipelineModule with partition_method 'type:transformer', whose
+    // partition_balanced gives 16 = 6 x 2 + 4 as 3 / 3 / 3 / 3 / 2 / 2 (the larger first)
+    let doc = |engine: Value, par: Value| {
+        json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"seq_len": 2048, "gradient_accumulation_steps": 4},
+            "parallelism": par,
+            "engine": engine,
+            "hardware": {"num_gpus": 6}
+        })
+    };
+    let megds = json!({"type": "megatron_deepspeed", "zero_stage": 1});
+    let e = est(doc(megds.clone(), json!({"pipeline_parallel_size": 6})));
+    let sl = e.layout.stage_layers;
+    let layers: Vec<u64> = (0..6).map(|s| sl.range(s, 6)).map(|(a, b)| b - a).collect();
+    assert_eq!(layers, [3, 3, 3, 3, 2, 2]);
+    assert_eq!(
+        e.layout.describe_model_parallel(),
+        "PP 6 (3 / 3 x 3 / 2 / 2 layers)"
+    );
+    // the candidates: stage 0 (embedding, 4 micro-batches in flight), stage 1 (3 layers, 4
+    // in flight: 1F1B holds min(6 - s, 4)) and the last (head); stage 0 holds the most
+    let stages: Vec<(u64, u64)> = e.stages.iter().map(|s| (s.stage, s.layers)).collect();
+    assert_eq!(stages, [(0, 3), (1, 3), (5, 2)]);
+    assert_eq!(e.most_loaded, "pipeline stage 0 of 6");
+    // a first or last stage size is not the engine's to take
+    let fields: Vec<String> = errors_of(doc(
+        megds,
+        json!({"pipeline_parallel_size": 6, "first_pipeline_stage_layers": 1,
+               "last_pipeline_stage_layers": 3}),
+    ))
+    .into_iter()
+    .map(|e| e.field)
+    .collect();
+    assert_eq!(
+        fields,
+        [
+            "parallelism.first_pipeline_stage_layers",
+            "parallelism.last_pipeline_stage_layers"
+        ]
+    );
+    // Megatron-LM without a split still needs the stages to divide the layers
+    let fields: Vec<String> = errors_of(doc(
+        json!({"type": "megatron"}),
+        json!({"pipeline_parallel_size": 6}),
+    ))
+    .into_iter()
+    .map(|e| e.field)
+    .collect();
+    assert_eq!(fields, ["parallelism.pipeline_parallel_size"]);
+}
+
+#[test]
 fn megatron_deepspeed_runs_the_layouts_its_source_runs() {
     let errs = |model: &str, engine: Value, par: Value| {
         errors_of(json!({

@@ -120,8 +120,11 @@ pub struct Parallelism {
     pub sequence: bool,
     /// Interleaved pipeline schedule (virtual stages).
     pub virtual_pipeline: bool,
-    /// Uneven first/last pipeline stages.
+    /// Uneven first/last pipeline stages (the user's split).
     pub uneven_pipeline: bool,
+    /// The engine splits layers the stages do not divide itself, the first
+    /// `layers % pp` stages one layer more ([`crate::problem::StageLayers::balanced`]).
+    pub balanced_pipeline: bool,
     /// HSDP replicas of the shard group (FSDP2 2-D mesh).
     pub replicate: bool,
     /// An expert tensor-parallel size of its own (Megatron-Core MoE parallel folding).
@@ -165,6 +168,7 @@ impl Parallelism {
         sequence: false,
         virtual_pipeline: false,
         uneven_pipeline: false,
+        balanced_pipeline: false,
         replicate: false,
         expert_tensor: false,
         ulysses: false,
@@ -179,6 +183,7 @@ impl Parallelism {
         sequence: true,
         virtual_pipeline: true,
         uneven_pipeline: true,
+        balanced_pipeline: false,
         replicate: true,
         expert_tensor: true,
         ulysses: false,

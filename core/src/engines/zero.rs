@@ -691,9 +691,13 @@ impl EngineModel for MegatronDeepspeedOptions {
         // `deepspeed.initialize` and a pipeline runs as DeepSpeed's PipelineEngine
         // (`GPTModelPipe`, `train_batch`): no interleaved schedule. Context parallelism is
         // DeepSpeed-Ulysses (`--ds-sequence-parallel-size`), which refuses Megatron's
-        // sequence parallelism beside it (`megatron/initialize.py`).
+        // sequence parallelism beside it (`megatron/initialize.py`). `GPTModelPipe` is a
+        // `PipelineModule` with `partition_method='type:transformer'`: DeepSpeed splits the
+        // layers itself (`megatron/model/gpt_model.py`), no first/last stage sizes.
         Parallelism {
             virtual_pipeline: false,
+            uneven_pipeline: false,
+            balanced_pipeline: true,
             replicate: false,
             expert_tensor: false,
             ulysses: true,

@@ -64,6 +64,9 @@ pub struct ActCtx<'a> {
     /// Each decoder layer runs under `torch.compile` (`training.compile`): it keeps
     /// [`compiled_saved`] instead of [`layer_saved`].
     pub compiled: bool,
+    /// Megatron's attention gets its keys and values repeated to every query head
+    /// (Megatron-DeepSpeed's `repeat_kv`, the engine's `repeats_kv`), and keeps them so.
+    pub repeat_kv: bool,
 }
 
 /// One saved tensor (or group) with its size.
@@ -316,6 +319,12 @@ fn megatron_attention_saved(c: &ActCtx, v: &mut Saves) {
             t * (m.kv_lora_rank + m.q_lora_rank.unwrap_or(0)) * c.act,
         );
     }
+    // Megatron-DeepSpeed repeats grouped keys and values to every query head first
+    let (k_elems, v_elems) = if c.repeat_kv && a.mla.is_none() {
+        (q_elems, o_elems)
+    } else {
+        (k_elems, v_elems)
+    };
     push(v, "q_k", (q_elems + k_elems) * c.act);
     push(v, "v", v_elems * c.act);
     if eager && !selective {
@@ -1000,6 +1009,7 @@ mod tests {
             fp16: false,
             lora: None,
             compiled: false,
+            repeat_kv: false,
         }
     }
 

@@ -336,6 +336,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         fp16: matches!(t.precision, Precision::AmpFp16 | Precision::Fp16),
         lora: t.lora.as_ref().zip(r.lora_targets.as_ref()),
         compiled: t.compile,
+        repeat_kv: r.config.engine.model().repeats_kv(),
     }
 }
 

@@ -213,6 +213,13 @@ pub(crate) trait EngineModel {
     fn precision(&self) -> (Framework, u8);
     /// Whose model code runs (Megatron's or transformers').
     fn model_code(&self) -> ModelCode;
+    /// Grouped-query attention's keys and values are repeated to every query head before
+    /// the attention kernel, which saves them so (Megatron-DeepSpeed); else the kernel
+    /// takes them as they are (Megatron-Core's Transformer Engine, transformers' SDPA and
+    /// flash paths model their own, [`crate::activations`]).
+    fn repeats_kv(&self) -> bool {
+        false
+    }
     /// The parallel dimensions modelled.
     fn parallelism(&self) -> Parallelism;
     /// Checks the engine's options against the layout (`layout` is `None` when the GPU

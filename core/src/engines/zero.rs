@@ -686,6 +686,13 @@ impl EngineModel for MegatronDeepspeedOptions {
     fn model_code(&self) -> ModelCode {
         ModelCode::Megatron
     }
+    fn repeats_kv(&self) -> bool {
+        // megatron/model/transformer.py ParallelAttention.forward: with num_key_value_heads
+        // below num_attention_heads (`use_gqa`), `repeat_kv` expands the keys and values
+        // to every query head (expand, then reshape: a copy) before the attention kernel
+        // or DistributedAttention
+        true
+    }
     fn parallelism(&self) -> Parallelism {
         // Under --deepspeed, `megatron/training.py` hands `model[0]` alone to
         // `deepspeed.initialize` and a pipeline runs as DeepSpeed's PipelineEngine

@@ -1172,33 +1172,24 @@ fn megatron_deepspeed_keeps_repeated_keys_and_values() {
     // 1 of 2048 tokens, bf16, flash attention, no recomputation: Megatron-DeepSpeed's
     // ParallelAttention repeats K and V to the 32 heads before the kernel, which saves
     // them; Megatron-Core's Transformer Engine takes the 8 as they are
-    let acts = |engine: Value| {
+    let acts = |model: &str, engine: Value| {
         let e = est(json!({
-            "model": {"preset": "llama-3.2-1b"},
+            "model": {"preset": model},
             "training": {"seq_len": 2048, "precision": "bf16", "attention": "flash"},
             "engine": engine,
             "hardware": {"num_gpus": 1}
         }));
         c(&e, "forward", "activations")
     };
-    let megds = acts(json!({"type": "megatron_deepspeed", "zero_stage": 0}));
-    let core = acts(json!({"type": "megatron"}));
+    let megds = || json!({"type": "megatron_deepspeed", "zero_stage": 0});
+    let core = || json!({"type": "megatron"});
     // per layer (32 - 8) heads x 64 x 2 (K and V) x 2048 tokens x 2 B = 12 582 912 B
-    assert_eq!(megds - core, 16 * 24 * 64 * 2 * 2048 * 2);
-    // multi-head attention has nothing to repeat (Llama-2-7B: 32 and 32)
-    let mha = |engine: Value| {
-        let e = est(json!({
-            "model": {"preset": "llama-2-7b"},
-            "training": {"seq_len": 2048, "precision": "bf16", "attention": "flash"},
-            "engine": engine,
-            "hardware": {"num_gpus": 1}
-        }));
-        c(&e, "forward", "activations")
-    };
     assert_eq!(
-        mha(json!({"type": "megatron_deepspeed", "zero_stage": 0})),
-        mha(json!({"type": "megatron"}))
+        acts("llama-3.2-1b", megds()) - acts("llama-3.2-1b", core()),
+        16 * 24 * 64 * 2 * 2048 * 2
     );
+    // multi-head attention has nothing to repeat (Llama-2-7B: 32 and 32)
+    assert_eq!(acts("llama-2-7b", megds()), acts("llama-2-7b", core()));
 }
 
 #[test]

@@ -23,10 +23,13 @@
 //! [`crate::engines::Parallelism::sequence_multiple`]); expert parallelism dividing the
 //! experts; data parallelism dividing the global batch when it is given in sequences, or,
 //! given in tokens, the batch rounded per layout to whole sequences per data-parallel rank
-//! (so that 4M tokens of 4096, 977 sequences, a prime, still runs on DP 64 as 960). Sequence parallelism is on with tensor
-//! parallelism wherever the engine models it (Megatron, torchtitan). Under torchao float8
-//! (precision `fp8`) each FSDP2 variant is tried with and without its float8 all-gather
-//! (`engine.float8_all_gather`): it needs tensorwise scaling, which not every recipe uses.
+//! (so that 4M tokens of 4096, 977 sequences, a prime, still runs on DP 64 as 960).
+//! Sequence parallelism is on with tensor parallelism wherever the engine models it
+//! (Megatron, torchtitan). Under torchao float8 (precision `fp8`) each FSDP2 variant is
+//! tried with and without its float8 all-gather (`engine.float8_all_gather`): it needs
+//! tensorwise scaling, which not every recipe uses. Megatron-DeepSpeed's pipeline takes
+//! layers its stages do not divide as DeepSpeed splits them
+//! ([`crate::problem::StageLayers::balanced`]), not a first/last split.
 
 use crate::config::{
     Config, DdpOptions, Engine, FsdpOptions, MegatronDeepspeedOptions, MegatronOptions, Mode,

@@ -275,7 +275,8 @@ impl Search<'_> {
                 };
                 let cps: Vec<u64> = match (par.context, gpus) {
                     (false, _) => vec![1],
-                    // a searched sequence is made a multiple of the context-parallel size
+                    // a searched sequence is made a multiple of what the engine's context
+                    // parallelism splits it into (`Parallelism::sequence_multiple`)
                     (true, Some(g)) => divisors(g / tp / pp)
                         .into_iter()
                         .filter(|&cp| {

@@ -1083,16 +1083,13 @@ fn engines_reject_the_parallelism_they_do_not_model() {
 #[test]
 fn ring_attention_takes_two_chunks_per_context_parallel_rank() {
     let errs = |engine: Value, seq: u64| {
-        errors_of(json!({
+        error_fields(json!({
             "model": {"preset": "llama-2-7b"},
             "training": {"seq_len": seq},
             "parallelism": {"context_parallel_size": 4},
             "engine": engine,
             "hardware": {"num_gpus": 8}
         }))
-        .into_iter()
-        .map(|e| e.field)
-        .collect::<Vec<_>>()
     };
     // 4100 = 4 x 1025: one chunk per rank, not two (Megatron-Core get_batch_on_this_cp_rank
     // views the sequence as 2 cp chunks; torchtitan's seq_len_divisor is 2 cp)
@@ -1140,14 +1137,11 @@ fn megatron_deepspeed_splits_uneven_layers_as_deepspeed() {
     assert_eq!(stages, [(0, 3), (1, 3), (5, 2)]);
     assert_eq!(e.most_loaded, "pipeline stage 0 of 6");
     // a first or last stage size is not the engine's to take
-    let fields: Vec<String> = errors_of(doc(
+    let fields = error_fields(doc(
         megds,
         json!({"pipeline_parallel_size": 6, "first_pipeline_stage_layers": 1,
                "last_pipeline_stage_layers": 3}),
-    ))
-    .into_iter()
-    .map(|e| e.field)
-    .collect();
+    ));
     assert_eq!(
         fields,
         [
@@ -1156,13 +1150,10 @@ fn megatron_deepspeed_splits_uneven_layers_as_deepspeed() {
         ]
     );
     // Megatron-LM without a split still needs the stages to divide the layers
-    let fields: Vec<String> = errors_of(doc(
+    let fields = error_fields(doc(
         json!({"type": "megatron"}),
         json!({"pipeline_parallel_size": 6}),
-    ))
-    .into_iter()
-    .map(|e| e.field)
-    .collect();
+    ));
     assert_eq!(fields, ["parallelism.pipeline_parallel_size"]);
 }
 
@@ -1195,16 +1186,13 @@ fn megatron_deepspeed_keeps_repeated_keys_and_values() {
 #[test]
 fn megatron_deepspeed_runs_the_layouts_its_source_runs() {
     let errs = |model: &str, engine: Value, par: Value| {
-        errors_of(json!({
+        error_fields(json!({
             "model": {"preset": model},
             "training": {"seq_len": 4096},
             "parallelism": par,
             "engine": engine,
             "hardware": {"num_gpus": 8}
         }))
-        .into_iter()
-        .map(|e| e.field)
-        .collect::<Vec<_>>()
     };
     let megds = json!({"type": "megatron_deepspeed", "zero_stage": 1});
     // under --deepspeed, megatron/training.py hands model[0] alone to deepspeed.initialize:
@@ -1242,16 +1230,13 @@ fn megatron_deepspeed_runs_the_layouts_its_source_runs() {
     let zero1 = json!({"type": "deepspeed", "zero_stage": 1});
     let cp = |n: u64| json!({"context_parallel_size": n});
     let errs_n = |n: u64| {
-        errors_of(json!({
+        error_fields(json!({
             "model": {"preset": "qwen2.5-14b"},
             "training": {"seq_len": 4000},
             "parallelism": cp(n),
             "engine": zero1.clone(),
             "hardware": {"num_gpus": n}
         }))
-        .into_iter()
-        .map(|e| e.field)
-        .collect::<Vec<_>>()
     };
     for n in [4, 8] {
         assert!(errs_n(n).is_empty(), "CP {n}: {:?}", errs_n(n));

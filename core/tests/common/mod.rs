@@ -37,6 +37,11 @@ pub fn errors_of(v: Value) -> Vec<FieldError> {
     }
 }
 
+/// The fields of a document's errors ([`errors_of`]), in order.
+pub fn error_fields(v: Value) -> Vec<String> {
+    errors_of(v).into_iter().map(|e| e.field).collect()
+}
+
 /// Sets `value` at a dotted path of `doc`, creating objects on the way.
 pub fn set_at(doc: &mut Value, path: &str, value: Value) {
     let segs: Vec<&str> = path.split('.').collect();

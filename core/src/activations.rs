@@ -319,8 +319,9 @@ fn megatron_attention_saved(c: &ActCtx, v: &mut Saves) {
             t * (m.kv_lora_rank + m.q_lora_rank.unwrap_or(0)) * c.act,
         );
     }
-    // Megatron-DeepSpeed repeats grouped keys and values to every query head first
-    let (k_elems, v_elems) = if c.repeat_kv && a.mla.is_none() {
+    // Megatron-DeepSpeed repeats grouped keys and values to every query head first (MLA's
+    // are per head already)
+    let (k_elems, v_elems) = if c.repeat_kv {
         (q_elems, o_elems)
     } else {
         (k_elems, v_elems)

@@ -533,18 +533,9 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                             };
                             let work = crate::steptime::layout_work(arch, params, &shape, seq);
                             // the engines that split uneven layers themselves (DeepSpeed's
-                            // pipeline) run them as `StageLayers::balanced`, timed once
-                            let balanced = (!even && v == 1 && pp <= layers).then(|| {
-                                let stage_layers = StageLayers::balanced(layers, pp);
-                                let l = Layout {
-                                    stage_layers,
-                                    ..shape
-                                };
-                                (
-                                    stage_layers,
-                                    crate::steptime::layout_work(arch, params, &l, seq),
-                                )
-                            });
+                            // pipeline) run them as `StageLayers::balanced`, timed for the
+                            // first such engine
+                            let mut balanced = None;
                             for (ei, (_, engine)) in engines.iter().enumerate() {
                                 let par = engine.parallelism();
                                 let own_split = !even && par.balanced_pipeline;
@@ -554,7 +545,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     && (ep == 1 || par.expert)
                                     && (v == 1 || par.virtual_pipeline)
                                     && if own_split {
-                                        balanced.is_some()
+                                        v == 1 && pp <= layers
                                     } else {
                                         even || (par.uneven_pipeline && split.is_some())
                                     }
@@ -563,9 +554,18 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                 if !ok {
                                     continue;
                                 }
-                                let (stage_layers, work) = match &balanced {
-                                    Some((sl, w)) if own_split => (*sl, w),
-                                    _ => (shape.stage_layers, &work),
+                                let (stage_layers, work) = if own_split {
+                                    let (sl, w) = balanced.get_or_insert_with(|| {
+                                        let sl = StageLayers::balanced(layers, pp);
+                                        let l = Layout {
+                                            stage_layers: sl,
+                                            ..shape
+                                        };
+                                        (sl, crate::steptime::layout_work(arch, params, &l, seq))
+                                    });
+                                    (*sl, &*w)
+                                } else {
+                                    (shape.stage_layers, &work)
                                 };
                                 let layout = Layout {
                                     sequence_parallel: par.sequence_parallel(tp, cp),
@@ -592,6 +592,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     let traffic =
                                         engine.traffic(&layout, training.precision, bytes);
                                     let code = engine.model().model_code();
+                                    let repeats_kv = engine.model().repeats_kv();
                                     let autocast = engine.runs_autocast(&bytes);
                                     for &mb in &mbs {
                                         training.micro_batch_size = mb;
@@ -610,6 +611,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                                 code,
                                                 autocast,
                                                 ulysses: par.ulysses,
+                                                repeats_kv,
                                             },
                                             work,
                                         );
@@ -660,8 +662,11 @@ impl Space {
         }
         let pp = l.pipeline_parallel_size;
         let sl = l.stage_layers;
-        // DeepSpeed's own split (heavier first stages) is the engine's: nothing to give
-        if pp > 1 && !sl.heavier_first && (sl.first != sl.middle || sl.last != sl.middle) {
+        // a first/last split only where the engine takes one (not DeepSpeed's own split)
+        if pp > 1
+            && cfg.engine.parallelism().uneven_pipeline
+            && (sl.first != sl.middle || sl.last != sl.middle)
+        {
             p.first_pipeline_stage_layers = Some(sl.first);
             p.last_pipeline_stage_layers = Some(sl.last);
         }

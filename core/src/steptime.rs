@@ -156,6 +156,9 @@ pub struct TimeInputs<'a> {
     /// Context parallelism is DeepSpeed-Ulysses (the engine's
     /// [`crate::engines::Parallelism::ulysses`]): all-to-alls, not a ring exchange.
     pub ulysses: bool,
+    /// Grouped keys and values are repeated to every query head before attention (the
+    /// engine's `repeats_kv`, Megatron-DeepSpeed): Ulysses exchanges them so.
+    pub repeats_kv: bool,
 }
 
 const TERA: f64 = 1e12;
@@ -321,17 +324,19 @@ fn full_states(o: crate::optimizer::Optimizer) -> f64 {
 /// passes a side stream: `sp_stream` unset). Backward runs the same all-to-alls on the
 /// gradients (`_SeqAllToAll.backward`, `_DimZeroAllToAll.backward`).
 ///
-/// * Megatron-DeepSpeed (`model_code` Megatron): one tensor-parallel rank's query heads, the
-///   keys and values repeated to them before the exchange (`megatron/model/transformer.py`
+/// * `repeats_kv` (Megatron-DeepSpeed): one tensor-parallel rank's query heads, the keys and
+///   values repeated to them before the exchange (`megatron/model/transformer.py`
 ///   `repeat_kv`, then `deepspeed/sequence/layer.py` `DistributedAttention.forward`);
-/// * transformers under DeepSpeed (ALST, `deepspeed/runtime/sequence_parallel/ulysses_sp.py`
-///   `_combine_local_sequences`, `_partition_global_sequence`): the query heads, and the key
-///   and value heads, replicated up to `cp` when fewer (`kv_replication_factor`).
-fn ulysses_elements(arch: &ModelArch, code: ModelCode, tp: u64, cp: u64, tokens: f64) -> f64 {
+/// * else (transformers under DeepSpeed, ALST, `deepspeed/runtime/sequence_parallel/
+///   ulysses_sp.py` `_combine_local_sequences`, `_partition_global_sequence`): the query
+///   heads, and the key and value heads, replicated up to `cp` when fewer
+///   (`kv_replication_factor`).
+fn ulysses_elements(arch: &ModelArch, repeats_kv: bool, tp: u64, cp: u64, tokens: f64) -> f64 {
     let heads = (arch.num_attention_heads / tp).max(1);
-    let kv_heads = match code {
-        ModelCode::Megatron => heads,
-        ModelCode::Transformers => (arch.num_key_value_heads / tp).max(cp),
+    let kv_heads = if repeats_kv {
+        heads
+    } else {
+        (arch.num_key_value_heads / tp).max(cp)
     };
     let (dqk, dv) = (arch.qk_head_dim(), arch.v_head_dim());
     let elems = heads * (dqk + dv) + kv_heads * (dqk + dv);
@@ -945,26 +950,22 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             Recompute::Selective => attn_fwd,
             Recompute::SelectiveOp => 0.5 * layer_mm_fwd + ew_fwd,
         };
-        // tensor parallel: 4 all-reduce equivalents of b x s/cp x h per layer (+2 recomputed)
-        let tp_count = 4.0
-            + if tr.activation_checkpointing == Recompute::Full {
-                2.0
-            } else {
-                0.0
-            };
+        // the layers' exchanges run in every forward (twice under full recomputation) and in
+        // backward
+        let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
+            2.0
+        } else {
+            1.0
+        };
+        // tensor parallel: 2 all-reduce equivalents of b x s/cp x h per layer and pass
+        let tp_count = 2.0 * (fwd_passes + 1.0);
         let tp_time =
             w.layers as f64 * tp_count * (all_reduce(tokens * h * act, tp, tp_bw) + tp_lat);
         // context parallel: DeepSpeed-Ulysses' all-to-alls, on the critical path
         let cp_time = if cp > 1 && t.ulysses {
-            let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
-                2.0
-            } else {
-                1.0
-            };
-            // forward (and again when recomputed), then the gradients' all-to-alls
             w.layers as f64
                 * (fwd_passes + 1.0)
-                * ulysses_elements(arch, t.code, tp, cp, tokens)
+                * ulysses_elements(arch, t.repeats_kv, tp, cp, tokens)
                 * act
                 / cp_bw
         } else if cp > 1 {
@@ -976,11 +977,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             } / tp as f64;
             let per_layer_fwd = (cp - 1) as f64 * tokens * kv_elems.max(1.0) * act / cp_bw;
             let attn_fwd = attn_fwd / w.layers.max(1) as f64;
-            let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
-                2.0
-            } else {
-                1.0
-            };
             w.layers as f64
                 * (fwd_passes * (per_layer_fwd - attn_fwd).max(0.0)
                     + (2.0 * per_layer_fwd - attn_bwd / w.layers.max(1) as f64).max(0.0))
@@ -992,12 +988,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             let k = arch.moe.as_ref().map_or(1, |m| m.num_experts_per_tok) as f64;
             let local = if l.sequence_parallel { per_gpu } else { tokens };
             let one = local * k * h * act * (ep - 1) as f64 / ep as f64 / ep_bw;
-            let count = if tr.activation_checkpointing == Recompute::Full {
-                6.0
-            } else {
-                4.0
-            };
-            w.moe_layers as f64 * count * one
+            // dispatch and combine per pass
+            w.moe_layers as f64 * 2.0 * (fwd_passes + 1.0) * one
         } else {
             0.0
         };
@@ -1286,5 +1278,6 @@ pub fn step_time_with(
         code: r.model_code,
         autocast: r.config.engine.runs_autocast(&r.bytes),
         ulysses: r.config.engine.model().parallelism().ulysses,
+        repeats_kv: r.config.engine.model().repeats_kv(),
     })
 }

@@ -438,8 +438,8 @@ impl Engine {
     /// beside `tp` tensor-parallel ones, if it cannot (`None` where it can, and for engines
     /// with ring attention). Its all-to-all scatters the heads, so `cp` must divide them:
     ///
-    /// * Megatron-DeepSpeed (`model_code` Megatron): the query heads of one tensor-parallel
-    ///   rank, the keys and values repeated to them first (`megatron/model/transformer.py`:
+    /// * Megatron-DeepSpeed ([`EngineModel::repeats_kv`]): the query heads of one
+    ///   tensor-parallel rank, the keys and values repeated to them first (`megatron/model/transformer.py`:
     ///   `repeat_kv`, then `DistributedAttention`; `deepspeed/sequence/layer.py`
     ///   `_generate_layout_params`: "Number of heads must be divisible by the sequence
     ///   parallel size");
@@ -452,28 +452,23 @@ impl Engine {
             return None;
         }
         let (heads, kv_heads) = (a.num_attention_heads.max(1), a.num_key_value_heads.max(1));
-        match model.model_code() {
-            ModelCode::Megatron => {
-                let local = heads / tp.max(1);
-                (!local.is_multiple_of(cp)).then(|| {
-                    format!(
-                        "DeepSpeed-Ulysses scatters each tensor-parallel rank's {local} attention heads over the context-parallel ranks: must divide them"
-                    )
-                })
-            }
-            ModelCode::Transformers => {
-                if !heads.is_multiple_of(cp) {
-                    Some(format!(
-                        "DeepSpeed-Ulysses scatters the {heads} attention heads over the context-parallel ranks: must divide them"
-                    ))
-                } else if !(kv_heads.is_multiple_of(cp) || cp.is_multiple_of(kv_heads)) {
-                    Some(format!(
-                        "DeepSpeed-Ulysses needs the {kv_heads} key/value heads to divide the context-parallel size or be divided by it"
-                    ))
-                } else {
-                    None
-                }
-            }
+        if model.repeats_kv() {
+            let local = heads / tp.max(1);
+            (!local.is_multiple_of(cp)).then(|| {
+                format!(
+                    "DeepSpeed-Ulysses scatters each tensor-parallel rank's {local} attention heads over the context-parallel ranks: must divide them"
+                )
+            })
+        } else if !heads.is_multiple_of(cp) {
+            Some(format!(
+                "DeepSpeed-Ulysses scatters the {heads} attention heads over the context-parallel ranks: must divide them"
+            ))
+        } else if !(kv_heads.is_multiple_of(cp) || cp.is_multiple_of(kv_heads)) {
+            Some(format!(
+                "DeepSpeed-Ulysses needs the {kv_heads} key/value heads to divide the context-parallel size or be divided by it"
+            ))
+        } else {
+            None
         }
     }
     /// `true` when the engine runs `a` on these parallel sizes as far as the sizes alone

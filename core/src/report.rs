@@ -402,8 +402,14 @@ impl Phase {
         self
     }
     /// Sets component `c` to a copy of `t`, copied only where the terms are kept (outside
-    /// numeric mode): as `set(c, t.clone())`.
+    /// numeric mode): as `set(c, t.clone())`. In numeric mode only the bytes are stored (a
+    /// zero term's bytes are 0, as `record` writes them).
+    #[inline]
     pub fn put(&mut self, c: Component, t: &Term) -> &mut Phase {
+        if self.terms.is_none() {
+            self.bytes[c.index()] = t.bytes();
+            return self;
+        }
         if let Some(slot) = self.record(c, t) {
             *slot = Some(t.clone());
         }

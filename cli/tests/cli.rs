@@ -148,7 +148,7 @@ fn presets_lists_models_gpus_and_examples() {
     let out = cli().args(["presets", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["models"].as_array().unwrap().len() >= 31);
-    assert_eq!(v["gpus"].as_array().unwrap().len(), 8);
+    assert_eq!(v["gpus"].as_array().unwrap().len(), 9);
 }
 
 fn hf(name: &str) -> String {

@@ -199,7 +199,7 @@ mod tests {
                 "{f} is not in index.json"
             );
         }
-        assert_eq!(gpu_presets().len(), 8);
+        assert_eq!(gpu_presets().len(), 9);
         // every GPU has its datasheet figures, positive and finite
         for g in gpu_presets() {
             let p = g

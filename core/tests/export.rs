@@ -78,13 +78,15 @@ fn gpu_fits_orders_by_capacity_and_splits_at_the_boundary() {
         "hardware": {"num_gpus": 1, "gpu": "rtx4090-24gb"}
     }));
     let fits = gpu_fits(&c).unwrap();
-    assert_eq!(fits.len(), 8);
+    // every preset of presets/gpus.json
+    assert_eq!(fits.len(), 9);
     assert!(
         fits.windows(2)
             .all(|w| w[0].gpu_memory_bytes <= w[1].gpu_memory_bytes)
     );
     let fit = |id: &str| fits.iter().find(|f| f.gpu == id).unwrap().fits;
     assert!(!fit("h100-80gb"));
+    assert!(!fit("h100-96gb"));
     assert!(!fit("a100-80gb"));
     assert!(!fit("h200-141gb"));
     assert!(fit("b200-180gb"));

@@ -445,6 +445,7 @@ fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
         Collectives::Buckets { elements } => {
             (w.params_rank / elements.max(1) as f64).ceil().max(1.0)
         }
+        Collectives::ParamGroups(n) => n.max(1) as f64,
     }
 }
 

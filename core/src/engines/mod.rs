@@ -351,8 +351,11 @@ pub enum Collectives {
     /// `partition_parameters.py` `_all_gather_params`).
     Modules { persistence_threshold: u64 },
     /// One per bucket of this many elements (DDP `bucket_cap_mb`, DeepSpeed
-    /// `reduce_bucket_size` and `allgather_bucket_size`, Megatron-Core's `bucket_size`).
+    /// `reduce_bucket_size`, Megatron-Core's `bucket_size`).
     Buckets { elements: u64 },
+    /// One per optimizer parameter group, whatever their size (DeepSpeed ZeRO-1/2's
+    /// all-gather of the updated parameters, `all_gather_into_tensor_dp_groups`).
+    ParamGroups(u64),
 }
 
 /// The data-parallel traffic at the ends of a micro-batch that no compute can hide: the

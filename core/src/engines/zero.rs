@@ -96,11 +96,13 @@ impl ZeroOptions {
                     persistence_threshold: self.stage3_param_persistence_threshold,
                 }
             } else {
-                // ZeRO-1/2 `all_gather_dp_groups` in `allgather_bucket_size` (default 5e8)
-                // element pieces (`runtime/utils.py`, `stage_1_and_2.py`)
-                super::Collectives::Buckets {
-                    elements: 500_000_000,
-                }
+                // ZeRO-1/2 `step`: `all_gather_dp_groups` takes its
+                // `all_gather_into_tensor_dp_groups` branch wherever torch has
+                // `all_gather_into_tensor` (NCCL, torch >= 1.13), one collective per optimizer
+                // parameter group into the flat bit16 buffer, `allgather_bucket_size` unread
+                // (`runtime/utils.py`); transformers' Trainer and Megatron build two groups,
+                // with and without weight decay (`get_decay_parameter_names`, `_get_param_groups`)
+                super::Collectives::ParamGroups(2)
             },
             reduce_ops: super::Collectives::Buckets {
                 elements: self.reduce_bucket_size.max(1),

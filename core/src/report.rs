@@ -404,7 +404,8 @@ impl Phase {
     /// Sets component `c` to a copy of `t`, copied only where the terms are kept (outside
     /// numeric mode): as `set(c, t.clone())`. In numeric mode only the bytes are stored (a
     /// zero term's bytes are 0, as `record` writes them).
-    #[inline]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+    #[cfg_attr(target_arch = "wasm32", inline)]
     pub fn put(&mut self, c: Component, t: &Term) -> &mut Phase {
         if self.terms.is_none() {
             self.bytes[c.index()] = t.bytes();

@@ -283,7 +283,11 @@ impl Value {
             .and_then(|(a, b, c, d)| Some(a.checked_mul(d)?.cmp(&c.checked_mul(b)?)))
             .unwrap_or_else(|| self.to_f64().total_cmp(&o.to_f64()))
     }
+    #[inline]
     fn is_zero(self) -> bool {
+        if self.d != 0 {
+            return self.n == 0;
+        }
         match self.kind() {
             Kind::Exact(n, _) => n == 0,
             Kind::Float(f) => f == 0.0,
@@ -292,7 +296,18 @@ impl Value {
     /// The value as whole bytes: exact integers as they are; anything else (a fraction, a
     /// float, a negative number) is a bug in the formula, caught by the tests, and truncated
     /// toward zero here so that no input can make it panic.
+    #[inline]
     pub fn to_u64(self) -> u64 {
+        // a whole number that fits 64 bits (nearly every byte count): no float
+        if self.d == 1
+            && let Ok(v) = u64::try_from(self.n)
+        {
+            return v;
+        }
+        self.to_u64_general()
+    }
+    #[inline(never)]
+    fn to_u64_general(self) -> u64 {
         match self.kind() {
             Kind::Exact(n, 1) if n >= 0 => u64::try_from(n).unwrap_or(u64::MAX),
             _ => {

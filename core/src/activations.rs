@@ -22,7 +22,7 @@
 
 use crate::config::{Attention, Recompute};
 use crate::model::{FfnKind, MlpKind, ModelArch, NormKind};
-use crate::term::{Expr, bytes, n};
+use crate::term::Num;
 
 pub use crate::precision::ModelCode;
 
@@ -864,9 +864,10 @@ pub fn sliding_mask_bytes(c: &ActCtx) -> u64 {
 /// * Under full recomputation nothing is saved inside the layer, so the MLP's working set
 ///   (`act(gate)`, `up` and their product: 3 x I per token; for a plain MLP the
 ///   activation's intermediates and its output) is extra too.
-pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
+pub fn forward_transient<N: Num>(c: &ActCtx, kind: FfnKind) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     if c.code == ModelCode::Megatron {
-        return Expr::zero();
+        return N::zero();
     }
     let full = c.recompute.checkpoints_layers();
     let attn = if c.attention == Attention::Eager {
@@ -880,7 +881,7 @@ pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         };
         n(c.score_elems(), "attention scores") * bytes(per)
     } else {
-        Expr::zero()
+        N::zero()
     };
     let mlp = match kind {
         FfnKind::Dense if full => {
@@ -891,7 +892,7 @@ pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
             };
             n(c.tokens(), "tokens") * n(i, "intermediate") * bytes(per)
         }
-        _ => Expr::zero(),
+        _ => N::zero(),
     };
     max_bytes([attn, mlp])
 }
@@ -900,7 +901,8 @@ pub fn forward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
 /// full recomputation (or its attention core under selective), plus the gradients of its
 /// largest intermediates (grad of the MLP product, of act(gate) and up: 3 x I per token;
 /// eager attention: the fp32 softmax gradient and its half copy).
-pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
+pub fn backward_transient<N: Num>(c: &ActCtx, kind: FfnKind) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     let t = c.tokens();
     let a = c.arch;
     let inter = match (kind, &a.moe) {
@@ -914,7 +916,7 @@ pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
     let attn_grads = if c.attention == Attention::Eager {
         n(c.score_elems(), "attention scores") * bytes(4 + c.act)
     } else {
-        Expr::zero()
+        N::zero()
     };
     let recomputed = match c.recompute {
         // a compiled checkpointed layer recomputes its compiled saved set; its input is
@@ -931,14 +933,14 @@ pub fn backward_transient(c: &ActCtx, kind: FfnKind) -> Expr {
         Recompute::Selective if c.attention == Attention::Eager => {
             n(c.score_elems(), "recomputed attention scores") * bytes(4 + c.act)
         }
-        _ => Expr::zero(),
+        _ => N::zero(),
     };
     recomputed + max_bytes([mlp_grads, attn_grads])
 }
 
 /// The largest of byte counts, writing only the non-zero ones.
-pub(crate) fn max_bytes(terms: impl IntoIterator<Item = Expr>) -> Expr {
-    Expr::max(terms.into_iter().filter(|t| !t.is_zero()))
+pub(crate) fn max_bytes<N: Num>(terms: impl IntoIterator<Item = N>) -> N {
+    N::max(terms.into_iter().filter(|t| !t.is_zero()))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::problem::Resolved;
 use crate::report::{
     Component, Overheads, Phase, PhaseName, ServingEstimate, StageOutcome, assemble,
 };
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Num, Term};
 use crate::weights::{Storage, stage_weights};
 
 /// Bytes of one KV-cache element, as `(numerator, denominator)`, and the constant bytes per
@@ -34,13 +34,14 @@ fn kv_element(dtype: KvCacheDtype, act: u64) -> (u64, u64, u64) {
 }
 
 /// KV-cache bytes one GPU holds for one token in one decoder layer.
-pub fn kv_bytes_per_token(
+pub fn kv_bytes_per_token<N: Num>(
     arch: &ModelArch,
     dtype: KvCacheDtype,
     act: u64,
     tp: u64,
     engine: InferenceEngine,
-) -> Expr {
+) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     let (num, den, per_head) = kv_element(dtype, act);
     let den = || n(den, "");
     match (&arch.mla, engine) {
@@ -76,13 +77,14 @@ pub fn kv_tokens(arch: &ModelArch, i: u64, context: u64) -> u64 {
 }
 
 /// KV-cache bytes of `batch` sequences of `context` tokens over layers `[start, end)`.
-pub(crate) fn kv_cache(
+pub(crate) fn kv_cache<N: Num>(
     arch: &ModelArch,
     layers: (u64, u64),
     batch: u64,
     context: u64,
-    per_token: Expr,
-) -> Expr {
+    per_token: N,
+) -> N {
+    let n = N::n;
     let sliding = (layers.0..layers.1).filter(|&i| arch.is_sliding(i)).count() as u64;
     let full = layers.1 - layers.0 - sliding;
     let window = (layers.0..layers.1)
@@ -112,7 +114,7 @@ pub(crate) const KV_SOURCE: &str = "K and V per token and layer: GQA/MQA heads s
 ///   they are fp16 (ATen `SoftMax.cpp`), so the scores, that copy and the fp32 result are
 ///   alive at once, then the result and its half copy).
 #[allow(clippy::too_many_arguments)]
-pub fn forward_workspace(
+pub fn forward_workspace<N: Num>(
     arch: &ModelArch,
     tokens: u64,
     kv_len: u64,
@@ -121,22 +123,23 @@ pub fn forward_workspace(
     act: u64,
     fp16: bool,
     tp: u64,
-) -> Expr {
-    let p = forward_parts(arch, tokens, kv_len, batch_rows, attention, act, fp16, tp);
+) -> N {
+    let p: ForwardParts<N> =
+        forward_parts(arch, tokens, kv_len, batch_rows, attention, act, fp16, tp);
     p.hidden + crate::activations::max_bytes([p.mlp, p.attention])
 }
 
 /// The three parts of [`forward_workspace`]: the hidden states alive through a layer, the
 /// MLP's intermediates and the attention's.
-pub(crate) struct ForwardParts {
-    pub hidden: Expr,
-    pub mlp: Expr,
-    pub attention: Expr,
+pub(crate) struct ForwardParts<N: Num> {
+    pub hidden: N,
+    pub mlp: N,
+    pub attention: N,
 }
 
 /// See [`forward_workspace`].
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn forward_parts(
+pub(crate) fn forward_parts<N: Num>(
     arch: &ModelArch,
     tokens: u64,
     kv_len: u64,
@@ -145,7 +148,8 @@ pub(crate) fn forward_parts(
     act: u64,
     fp16: bool,
     tp: u64,
-) -> ForwardParts {
+) -> ForwardParts<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let h = arch.hidden_size;
     let (inter, rows) = match &arch.moe {
         Some(m) => (
@@ -216,7 +220,7 @@ pub(crate) fn forward_parts(
             * n(kv_len, "keys")
             * bytes(per_score)
     } else {
-        Expr::zero()
+        N::zero()
     };
     ForwardParts {
         hidden: n(3, "hidden states") * n(tokens, "tokens") * n(h, "hidden") * bytes(act),
@@ -259,11 +263,11 @@ pub(crate) struct InferStage<'a> {
 
 impl InferStage<'_> {
     /// The stage's outcome with these phases.
-    pub fn outcome(
+    pub fn outcome<N: Num>(
         &self,
-        phases: crate::report::Phases,
+        phases: crate::report::Phases<N>,
         serving: Option<ServingEstimate>,
-    ) -> StageOutcome {
+    ) -> StageOutcome<N> {
         StageOutcome {
             warnings: Vec::new(),
             stage: self.st.index,
@@ -282,16 +286,16 @@ impl InferStage<'_> {
 /// every candidate stage, the runtime's warnings, the overheads (NCCL communicators of TP
 /// and PP; a serving runtime replaces the cuBLAS workspace with `non_torch`, the NCCL
 /// buffers with `nccl` where given, and has no allocator reserve).
-pub(crate) fn estimate_stages(
+pub(crate) fn estimate_stages<N: Num>(
     r: &Resolved,
-    mut per_stage: impl FnMut(&InferStage) -> StageOutcome,
-    non_torch: Option<Term>,
-    nccl: Option<Term>,
-) -> crate::report::Assembly<'_> {
+    mut per_stage: impl FnMut(&InferStage) -> StageOutcome<N>,
+    non_torch: Option<Term<N>>,
+    nccl: Option<Term<N>>,
+) -> crate::report::Assembly<'_, N> {
     let inf = r.config.inference.clone().unwrap_or_default();
     let l = &r.layout;
-    // report text: a numeric estimate (`term::numeric`) builds none
-    let numeric = crate::term::is_numeric();
+    // report text: a numeric estimate builds none
+    let numeric = !N::REPORT;
     let mut warnings = if numeric {
         Vec::new()
     } else {
@@ -348,13 +352,14 @@ pub(crate) fn infer_stage<'a>(
 }
 
 /// Estimates transformers `generate` (inference engine `hf`).
-pub(crate) fn estimate_generate(r: &Resolved) -> crate::report::Assembly<'_> {
+pub(crate) fn estimate_generate<N: Num>(r: &Resolved) -> crate::report::Assembly<'_, N> {
     estimate_stages(r, generate, None, None)
 }
 
 /// transformers `generate` on one stage: the prefill of the prompt (or one chunk of it)
 /// and a decode step with the whole cache.
-fn generate(s: &InferStage) -> StageOutcome {
+fn generate<N: Num>(s: &InferStage) -> StageOutcome<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let InferStage {
         r,
         st,
@@ -371,11 +376,11 @@ fn generate(s: &InferStage) -> StageOutcome {
         .min(inf.context_len);
     let chunk = inf.prefill_chunk.unwrap_or(prompt).min(prompt).max(1);
     let batch = inf.batch_size;
-    let weights = stage_weights(r, st, storage(inf));
-    let per_token = || kv_bytes_per_token(a, inf.kv_cache_dtype, act, tp, inf.engine);
+    let weights: Term<N> = stage_weights(r, st, storage(inf));
+    let per_token = || kv_bytes_per_token::<N>(a, inf.kv_cache_dtype, act, tp, inf.engine);
     let workspace_source = "core/src/inference.rs forward_workspace: the largest set of intermediates alive in one layer (no activations kept without gradients)";
     // prefill: the prompt (or one chunk of it) through the stage, the cache filling up
-    let ws = forward_workspace(
+    let ws: N = forward_workspace(
         a,
         batch * chunk,
         prompt,
@@ -401,7 +406,7 @@ fn generate(s: &InferStage) -> StageOutcome {
             * n(a.hidden_size, "hidden")
             * bytes(act)
     } else {
-        Expr::zero()
+        N::zero()
     };
     // the attention masks transformers builds once per forward (masking_utils): eager gets
     // a float (b, 1, q, kv) mask per layer type; SDPA needs a boolean one only where the
@@ -414,7 +419,7 @@ fn generate(s: &InferStage) -> StageOutcome {
     } else if sliding > 0 {
         mask_elems() * bytes(1)
     } else {
-        Expr::zero()
+        N::zero()
     };
     let kv_full = kv_cache(a, (start, end), batch, inf.context_len, per_token());
     // logits for logits_to_keep positions plus generate's fp32 copy of the last one
@@ -435,9 +440,9 @@ fn generate(s: &InferStage) -> StageOutcome {
             n(batch, "sequences") * vocab() * (bytes(act) + bytes(4) + bytes(4)).label(""),
         )
     } else {
-        (Expr::zero(), Expr::zero())
+        (N::zero(), N::zero())
     };
-    let decode_ws = forward_workspace(
+    let decode_ws: N = forward_workspace(
         a,
         batch,
         inf.context_len,
@@ -454,13 +459,13 @@ fn generate(s: &InferStage) -> StageOutcome {
     let final_hidden = if st.has_head {
         n(batch * chunk, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
     } else {
-        Expr::zero()
+        N::zero()
     };
-    let prefill_activations = Expr::max([
+    let prefill_activations = N::max([
         (ws + masks + embeds).minus(logits_prefill.clone().label("logits")),
         final_hidden.label("final hidden states"),
     ]);
-    let mut prefill = Phase::new(PhaseName::Prefill);
+    let mut prefill = Phase::<N>::new(PhaseName::Prefill);
     prefill
         .put(Component::Weights, &weights)
         .set(Component::KvCache, Term::new(kv_prompt, KV_SOURCE))
@@ -468,7 +473,7 @@ fn generate(s: &InferStage) -> StageOutcome {
             Component::Activations,
             Term::new(
                 prefill_activations,
-                crate::term::source!("the larger of two moments beside the logits: the layer loop ({workspace_source}; attention masks, transformers masking_utils; the embedding output held by the layer loop) less the logits, which do not exist yet then; or, at the LM head, the final hidden states (modeling_*: `self.lm_head(hidden_states[:, slice_indices, :])` reads a view of them)"),
+                crate::term::source!(N; "the larger of two moments beside the logits: the layer loop ({workspace_source}; attention masks, transformers masking_utils; the embedding output held by the layer loop) less the logits, which do not exist yet then; or, at the LM head, the final hidden states (modeling_*: `self.lm_head(hidden_states[:, slice_indices, :])` reads a view of them)"),
             ),
         )
         .set(Component::Logits, Term::new(logits_prefill, logits_source));

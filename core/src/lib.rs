@@ -86,11 +86,13 @@ pub fn estimate(config: &Config) -> Result<Estimate, Vec<FieldError>> {
 
 /// The full report of a resolved problem: what [`estimate`] returns after resolving.
 pub(crate) fn report_of(r: &Resolved) -> Estimate {
-    assembly(r).report()
+    assembly::<term::Expr>(r).report()
 }
 
-/// The estimator of the resolved problem's mode and runtime, up to its report.
-fn assembly(r: &Resolved) -> report::Assembly<'_> {
+/// The estimator of the resolved problem's mode and runtime, up to its report, computed
+/// with the number type `N` ([`term::Num`]: the report's expressions or the numeric path's
+/// values).
+fn assembly<N: engines::EngineNum>(r: &Resolved) -> report::Assembly<'_, N> {
     match r.config.effective_mode() {
         Mode::Training => training::estimate_training(r),
         Mode::Inference => match r
@@ -108,12 +110,12 @@ fn assembly(r: &Resolved) -> report::Assembly<'_> {
 }
 
 /// The numbers of [`estimate`] for a resolved problem, without its report: the same
-/// estimator run in numeric mode ([`term`]'s expressions keep their values and build no
-/// formula), then only the peak, overheads and fit of the most loaded GPU. Equal to the
+/// estimator computed with plain values ([`term::Value`], which builds no formula and
+/// formats no text), then only the peak, overheads and fit of the most loaded GPU. Equal to the
 /// same fields of `estimate` to the byte (`core/tests/numeric.rs`); the plan search's
 /// per-candidate path. Resolve once with [`resolve::resolve`] and vary nothing else.
 pub fn estimate_peak(r: &Resolved) -> Peak {
-    term::numeric(|| assembly(r).peak())
+    assembly::<term::Value>(r).peak()
 }
 
 /// Parses and validates a config document without estimating.

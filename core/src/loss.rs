@@ -4,22 +4,22 @@
 use crate::activations::{ActCtx, ModelCode};
 use crate::config::LossImpl;
 use crate::problem::Resolved;
-use crate::term::{Term, bytes, n};
+use crate::term::{Num, Term};
 
 /// Memory of the output head and loss on the last pipeline stage, per GPU.
-pub(crate) struct LossMemory {
+pub(crate) struct LossMemory<N: Num> {
     /// Peak inside the loss computation at the end of forward.
-    pub forward: Term,
+    pub forward: Term<N>,
     /// Peak while the loss is differentiated (first step of backward).
-    pub backward: Term,
+    pub backward: Term<N>,
     /// What stays alive for the rest of backward (the returned logits a training loop
     /// holds through `loss.backward()`).
-    pub kept: Term,
+    pub kept: Term<N>,
 }
 
-impl LossMemory {
+impl<N: Num> LossMemory<N> {
     /// No loss on this stage.
-    pub fn none() -> LossMemory {
+    pub fn none() -> LossMemory<N> {
         LossMemory {
             forward: Term::zero(),
             backward: Term::zero(),
@@ -29,7 +29,8 @@ impl LossMemory {
 }
 
 /// Loss memory on the last stage; see [`LossMemory`].
-pub(crate) fn loss_memory(r: &Resolved, c: &ActCtx) -> LossMemory {
+pub(crate) fn loss_memory<N: Num>(r: &Resolved, c: &ActCtx) -> LossMemory<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let t = &r.config.training;
     let tokens = c.b * c.s;
     // vocabulary-parallel logits (Megatron; torchtitan loss_parallel), else every rank holds

@@ -7,7 +7,7 @@
 //! the row fixes a quantized width. Adafactor's factored second moment is computed from the
 //! real matrix shapes by the caller ([`StateLayout::Factored`]).
 
-use crate::term::{Expr, bytes, n};
+use crate::term::Num;
 use serde::{Deserialize, Serialize};
 
 /// Which implementation of a PyTorch optimizer runs the step (`torch.optim` `foreach=` /
@@ -304,12 +304,13 @@ impl StateCount {
     }
     /// The state bytes, full states being `state_bytes` per element (source: the layout's
     /// row in [`OPTIMIZERS`]).
-    pub fn expr(&self, layout: StateLayout, state_bytes: u64) -> Expr {
+    pub fn expr<N: Num>(&self, layout: StateLayout, state_bytes: u64) -> N {
+        let (n, bytes) = (N::n, N::bytes);
         match layout {
             Full(k) => n(k as u64, "states") * bytes(state_bytes) * n(self.numel, "params"),
             Quantized { states, .. } => {
                 n(states as u64, "states")
-                    * Expr::sum([
+                    * N::sum([
                         bytes(4) * n(self.small, "params of small tensors"),
                         n(self.packed, "B packed"),
                         bytes(4) * n(self.blocks, "absmax blocks"),
@@ -318,7 +319,7 @@ impl StateCount {
             }
             Factored { momentum } => {
                 bytes(state_bytes)
-                    * Expr::sum([
+                    * N::sum([
                         n(self.second, "factored second-moment elements"),
                         n(momentum as u64, "momentum states") * n(self.numel, "params"),
                     ])
@@ -333,18 +334,19 @@ impl StateCount {
 /// the multi-tensor `foreach` implementation, its CUDA default; none when `fused`; one
 /// tensor's worth in the for-loop implementation). Per-parameter-loop optimizers (HF
 /// Adafactor) add their fp32 work on the largest tensor, and fp32 copies of a half one.
-pub fn step_temporaries(
+pub fn step_temporaries<N: Num>(
     info: &OptimizerInfo,
     imp: OptimizerImpl,
     state_bytes: u64,
     weight_bytes: u64,
     params: u64,
     largest: u64,
-) -> Expr {
+) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     let span = match imp {
         OptimizerImpl::Foreach => n(params, "params"),
-        OptimizerImpl::Fused => Expr::zero(),
-        OptimizerImpl::ForLoop => Expr::min([
+        OptimizerImpl::Fused => N::zero(),
+        OptimizerImpl::ForLoop => N::min([
             n(params, "params"),
             n(largest, "params of the largest tensor"),
         ]),
@@ -357,7 +359,7 @@ pub fn step_temporaries(
     let looped = info.loop_fp32_temporaries as u64 * 4 + upcast;
     n(info.foreach_temporaries as u64, "temporaries") * bytes(state_bytes) * span
         + bytes(looped)
-            * Expr::min([
+            * N::min([
                 n(params, "params"),
                 n(largest, "params of the largest tensor"),
             ])

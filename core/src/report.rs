@@ -10,7 +10,7 @@ use crate::config::Mode;
 use crate::model::{ModelArch, ParamCounts};
 use crate::problem::{GpuSpec, Layout, Resolved};
 pub use crate::term::ComponentDetail;
-use crate::term::{Term, bytes, f, n};
+use crate::term::{Expr, Num, Term};
 use crate::units::MIB;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -367,26 +367,26 @@ impl ServingEstimate {
 }
 
 /// The terms of one phase, one slot per [`Component`]: the bytes always, the terms
-/// (formula and source) only outside numeric mode ([`crate::term::numeric`]), where the
+/// (formula and source) only for the report's number type ([`Num::REPORT`]), where the
 /// report that shows them is built.
 #[derive(Debug, Clone)]
-pub(crate) struct Phase {
+pub(crate) struct Phase<N: Num = Expr> {
     pub name: PhaseName,
     bytes: [u64; 15],
-    terms: Option<Box<[Option<Term>; 15]>>,
+    terms: Option<Box<[Option<Term<N>>; 15]>>,
 }
 
-impl Phase {
-    pub fn new(name: PhaseName) -> Phase {
+impl<N: Num> Phase<N> {
+    pub fn new(name: PhaseName) -> Phase<N> {
         Phase {
             name,
             bytes: [0; 15],
-            terms: (!crate::term::is_numeric()).then(Default::default),
+            terms: N::REPORT.then(Default::default),
         }
     }
     /// Records `t`'s bytes for component `c`, and returns the slot for its term where
     /// terms are kept and `t` is not zero (the slot cleared; zero terms are left out).
-    fn record(&mut self, c: Component, t: &Term) -> Option<&mut Option<Term>> {
+    fn record(&mut self, c: Component, t: &Term<N>) -> Option<&mut Option<Term<N>>> {
         let i = c.index();
         let zero = t.is_zero();
         self.bytes[i] = if zero { 0 } else { t.bytes() };
@@ -395,19 +395,19 @@ impl Phase {
         (!zero).then_some(slot)
     }
     /// Sets component `c` to `t` (zero terms are left out).
-    pub fn set(&mut self, c: Component, t: Term) -> &mut Phase {
+    pub fn set(&mut self, c: Component, t: Term<N>) -> &mut Phase<N> {
         if let Some(slot) = self.record(c, &t) {
             *slot = Some(t);
         }
         self
     }
     /// Sets component `c` to a copy of `t`, copied only where the terms are kept (outside
-    /// numeric mode): as `set(c, t.clone())`. In numeric mode only the bytes are stored (a
+    /// report): as `set(c, t.clone())`. On the numeric path only the bytes are stored (a
     /// zero term's bytes are 0, as `record` writes them).
     #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     #[cfg_attr(target_arch = "wasm32", inline)]
-    pub fn put(&mut self, c: Component, t: &Term) -> &mut Phase {
-        if self.terms.is_none() {
+    pub fn put(&mut self, c: Component, t: &Term<N>) -> &mut Phase<N> {
+        if !N::REPORT || self.terms.is_none() {
             self.bytes[c.index()] = t.bytes();
             return self;
         }
@@ -417,11 +417,11 @@ impl Phase {
         self
     }
     /// Sets component `c` to the sum of `terms` (as `set(c, t0.clone() + t1.clone() + ..)`);
-    /// where terms are not kept (numeric mode) only their bytes are added, and nothing is
+    /// where terms are not kept (the numeric path) only their bytes are added, and nothing is
     /// cloned. The terms are whole bytes, so the sum of their bytes is the sum's bytes
     /// (`core/tests/numeric.rs` checks both paths to the byte).
-    pub fn put_sum<const N: usize>(&mut self, c: Component, terms: [&Term; N]) -> &mut Phase {
-        if self.terms.is_none() {
+    pub fn put_sum<const K: usize>(&mut self, c: Component, terms: [&Term<N>; K]) -> &mut Phase<N> {
+        if !N::REPORT || self.terms.is_none() {
             self.bytes[c.index()] = saturating_sum(terms.iter().map(|t| t.bytes()));
             return self;
         }
@@ -451,7 +451,10 @@ impl Phase {
             components,
         }
     }
-    /// The non-zero terms with their formulas (empty in numeric mode).
+}
+
+impl Phase {
+    /// The non-zero terms with their formulas.
     fn details(&self) -> impl Iterator<Item = ComponentDetail> + '_ {
         Component::ALL.iter().filter_map(|c| {
             let t = self.terms.as_ref()?[c.index()].as_ref()?;
@@ -461,7 +464,7 @@ impl Phase {
 }
 
 /// The index of the peak phase (the first one on ties).
-pub(crate) fn peak_phase(phases: &[Phase]) -> usize {
+pub(crate) fn peak_phase<N: Num>(phases: &[Phase<N>]) -> usize {
     (0..phases.len())
         .max_by_key(|&i| (phases[i].allocated(), std::cmp::Reverse(i)))
         .unwrap_or(0)
@@ -469,27 +472,27 @@ pub(crate) fn peak_phase(phases: &[Phase]) -> usize {
 
 /// A stage's phases (three at most: forward, backward, optimizer step; prefill and
 /// decode; vLLM's profile and serving), held inline.
-pub(crate) type Phases = smallvec::SmallVec<[Phase; 3]>;
+pub(crate) type Phases<N> = smallvec::SmallVec<[Phase<N>; 3]>;
 
 /// The evaluated candidate stages ([`crate::placement::stages`]: four at most).
-pub(crate) type Outcomes = Vec<StageOutcome>;
+pub(crate) type Outcomes<N> = Vec<StageOutcome<N>>;
 
 /// One pipeline stage evaluated by an estimator.
-pub(crate) struct StageOutcome {
+pub(crate) struct StageOutcome<N: Num> {
     pub stage: u64,
     pub layers: u64,
     pub params_on_gpu: u64,
-    pub phases: Phases,
+    pub phases: Phases<N>,
     /// CPU memory per node (offloaded states, paged optimizer states).
-    pub cpu: Term,
+    pub cpu: Term<N>,
     /// NVMe space per node.
-    pub nvme: Term,
+    pub nvme: Term<N>,
     pub serving: Option<ServingEstimate>,
     /// The engine's warnings for this stage.
     pub warnings: Vec<String>,
 }
 
-impl StageOutcome {
+impl<N: Num> StageOutcome<N> {
     fn peak(&self) -> u64 {
         self.phases
             .get(peak_phase(&self.phases))
@@ -498,14 +501,14 @@ impl StageOutcome {
 }
 
 /// How the runtime adds to the fixed overheads.
-pub(crate) struct Overheads {
+pub(crate) struct Overheads<N: Num> {
     /// Communicators with more than one rank that a GPU belongs to.
     pub communicators: u64,
     /// vLLM's non-torch memory after start-up, which replaces the cuBLAS workspace term.
-    pub non_torch: Option<Term>,
+    pub non_torch: Option<Term<N>>,
     /// The runtime's own figure for the communicators' memory, which replaces the NCCL
     /// buffers term (vLLM 0.19's non-torch table includes them; SGLang's process group).
-    pub nccl: Option<Term>,
+    pub nccl: Option<Term<N>>,
     /// The allocator reserve applies (vLLM sizes its cache from a budget instead).
     pub reserve: bool,
 }
@@ -513,7 +516,8 @@ pub(crate) struct Overheads {
 /// The cuBLAS workspace of one GPU: `CUBLAS_WORKSPACE_CONFIG` default `:4096:8` (8 x 4 MiB)
 /// on Hopper and newer, `:4096:2:16:8` (2 x 4 MiB + 8 x 16 KiB) before (PyTorch
 /// `CublasHandlePool.cpp`).
-pub(crate) fn cublas_workspace(gpu: &GpuSpec) -> Term {
+pub(crate) fn cublas_workspace<N: Num>(gpu: &GpuSpec) -> Term<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let e = if matches!(gpu.arch.as_str(), "hopper" | "blackwell") {
         n(8, "workspaces") * bytes(4 * MIB)
     } else {
@@ -526,14 +530,16 @@ pub(crate) fn cublas_workspace(gpu: &GpuSpec) -> Term {
 }
 
 /// NCCL's buffers: per communicator, NCCL_BUFFSIZE (4 MiB) x 2 (send/recv) x 16 channels.
-pub(crate) fn nccl_buffers(communicators: u64) -> Term {
+pub(crate) fn nccl_buffers<N: Num>(communicators: u64) -> Term<N> {
+    let (n, bytes) = (N::n, N::bytes);
     Term::new(
         n(communicators, "communicators") * bytes(4 * MIB) * n(2, "directions") * n(16, "channels"),
         "NCCL_BUFFSIZE default 4 MiB, send and receive, 16 channels per communicator",
     )
 }
 
-fn overhead_terms(r: &Resolved, peak: u64, o: &Overheads) -> [Term; 4] {
+fn overhead_terms<N: Num>(r: &Resolved, peak: u64, o: &Overheads<N>) -> [Term<N>; 4] {
+    let (n, bytes, f) = (N::n, N::bytes, N::f);
     let gpu = &r.gpu;
     let ctx = gpu.cuda_context_bytes;
     let context = if ctx.is_multiple_of(MIB) {
@@ -546,7 +552,7 @@ fn overhead_terms(r: &Resolved, peak: u64, o: &Overheads) -> [Term; 4] {
     } else if gpu.id == "custom" {
         "the A100 measurement (published case GT-31) for a GPU of custom size".into()
     } else {
-        crate::term::source!(
+        crate::term::source!(N;
             "{} preset (presets/gpus.json): measured CUDA context",
             gpu.name
         )
@@ -601,24 +607,24 @@ pub struct Peak {
 
 /// An estimator's evaluated stages before the report is built: [`Assembly::peak`] gives
 /// the numbers, [`Assembly::report`] the full estimate with every term's formula.
-pub(crate) struct Assembly<'a> {
+pub(crate) struct Assembly<'a, N: Num> {
     r: &'a Resolved,
     mode: Mode,
-    outcomes: Outcomes,
-    overheads: Overheads,
+    outcomes: Outcomes<N>,
+    overheads: Overheads<N>,
     trainable_params: u64,
     warnings: Vec<String>,
 }
 
 /// The estimators' common last step: collects the stages they evaluated.
-pub(crate) fn assemble(
+pub(crate) fn assemble<N: Num>(
     r: &Resolved,
     mode: Mode,
-    outcomes: Outcomes,
-    overheads: Overheads,
+    outcomes: Outcomes<N>,
+    overheads: Overheads<N>,
     trainable_params: u64,
     warnings: Vec<String>,
-) -> Assembly<'_> {
+) -> Assembly<'_, N> {
     Assembly {
         r,
         mode,
@@ -629,7 +635,7 @@ pub(crate) fn assemble(
     }
 }
 
-impl Assembly<'_> {
+impl<N: Num> Assembly<'_, N> {
     /// The index of the most loaded stage (the highest peak; the first stage on ties).
     fn best_index(&self) -> usize {
         let o = &self.outcomes;
@@ -639,7 +645,7 @@ impl Assembly<'_> {
     }
 
     /// The most loaded stage's peak, the overhead terms and the numbers.
-    fn numbers(&self, best: &StageOutcome) -> ([Term; 4], Peak) {
+    fn numbers(&self, best: &StageOutcome<N>) -> ([Term<N>; 4], Peak) {
         let r = self.r;
         let peak_allocated_bytes = best
             .phases
@@ -691,7 +697,9 @@ impl Assembly<'_> {
             None => unreachable!("every estimator evaluates at least one stage"),
         }
     }
+}
 
+impl Assembly<'_, Expr> {
     /// The most loaded stage's estimate: its peak phase, the overheads, every term of the
     /// peak.
     pub(crate) fn report(self) -> Estimate {

@@ -15,7 +15,7 @@ use crate::problem::{GpuSpec, Resolved};
 use crate::report::{
     Component, Phase, PhaseName, ServingEstimate, StageOutcome, cublas_workspace, nccl_buffers,
 };
-use crate::term::{Expr, Term, bytes, f, n};
+use crate::term::{Num, Term};
 use crate::units::GIB;
 use crate::weights::stage_weights;
 
@@ -57,7 +57,8 @@ fn sampler_bytes_v019(act: u64) -> u64 {
 /// GiB with tensor parallelism (NCCL communicators and the custom all-reduce buffers), 0.07
 /// GiB per pipeline rank. Measured figures of the runtime, not derived: the published KV
 /// checks on those logs are not independent of this term.
-pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
+pub(crate) fn non_torch_v019<N: Num>(tp: u64, pp: u64) -> Term<N> {
+    let n = N::n;
     const GIB_100: u64 = GIB / 100;
     let (hundredths, what) = if tp > 1 {
         (
@@ -71,7 +72,7 @@ pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
     };
     Term::new(
         n(hundredths, "hundredths of a GiB") * n(GIB_100, "B"),
-        crate::term::source!("vLLM 0.19 non-torch memory measured {what}"),
+        crate::term::source!(N; "vLLM 0.19 non-torch memory measured {what}"),
     )
 }
 
@@ -81,13 +82,14 @@ pub(crate) fn non_torch_v019(tp: u64, pp: u64) -> Term {
 /// top-k x max(2I, h), I the expert intermediate size over TP), taken from the persistent
 /// `WorkspaceManager` (vllm/v1/worker/workspace.py `get_simultaneous`, grown to the largest
 /// request and never freed). The 256-byte alignment of each view is left out (< 512 B).
-fn fused_moe_workspace(
+fn fused_moe_workspace<N: Num>(
     a: &ModelArch,
     m: &crate::arch::Moe,
     tokens: u64,
     act: u64,
     tp: u64,
-) -> Expr {
+) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     let h = a.hidden_size;
     let i = m.moe_intermediate_size.div_ceil(tp);
     let rows = tokens * m.num_experts_per_tok;
@@ -98,9 +100,10 @@ fn fused_moe_workspace(
 
 /// vLLM's cached rotary table: `max_position_embeddings x rotary_dim` in the model dtype,
 /// one per model (vllm/model_executor/layers/rotary_embedding `cos_sin_cache`).
-pub(crate) fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
+pub(crate) fn rotary_cache<N: Num>(a: &ModelArch, act: u64) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     if a.learned_position_embeddings > 0 {
-        return Expr::zero();
+        return N::zero();
     }
     let rotary_dim = a.mla.as_ref().map_or(a.head_dim, |m| m.qk_rope_head_dim);
     n(a.max_position_embeddings, "positions") * n(rotary_dim, "rotary dims") * bytes(act)
@@ -113,10 +116,11 @@ pub(crate) fn rotary_cache(a: &ModelArch, act: u64) -> Expr {
 const VLLM_NON_TORCH_TP1: u64 = 139_586_437; // 0.13 GiB
 
 /// The non-torch memory at start-up that replaces the cuBLAS workspace among the overheads.
-fn non_torch_overhead(gpu: &GpuSpec) -> Term {
-    let cublas = cublas_workspace(gpu);
+fn non_torch_overhead<N: Num>(gpu: &GpuSpec) -> Term<N> {
+    let n = N::n;
+    let cublas: Term<N> = cublas_workspace(gpu);
     Term::new(
-        Expr::max([
+        N::max([
             n(VLLM_NON_TORCH_TP1, "B non-torch measured on one GPU"),
             cublas.expr.label(""),
         ]),
@@ -127,7 +131,7 @@ fn non_torch_overhead(gpu: &GpuSpec) -> Term {
 /// The non-torch memory vLLM reports after start-up, by version: 0.19's measured table, or
 /// the earlier measurement (at least the cuBLAS workspace). Reported among the overheads;
 /// the budget also subtracts the NCCL buffers before 0.19 (0.19's table includes them).
-fn non_torch(r: &Resolved, version: crate::config::VllmVersion) -> Term {
+fn non_torch<N: Num>(r: &Resolved, version: crate::config::VllmVersion) -> Term<N> {
     match version {
         crate::config::VllmVersion::V0_19 => non_torch_v019(
             r.layout.tensor_parallel_size,
@@ -138,7 +142,7 @@ fn non_torch(r: &Resolved, version: crate::config::VllmVersion) -> Term {
 }
 
 /// Estimates vLLM serving (inference engine `vllm`).
-pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
+pub(crate) fn estimate_vllm<N: Num>(r: &Resolved) -> crate::report::Assembly<'_, N> {
     let version = r
         .config
         .inference
@@ -147,7 +151,7 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
     // 0.19's measured non-torch memory includes the communicators' buffers
     let nccl = (version == crate::config::VllmVersion::V0_19).then(|| {
         Term::new(
-            Expr::zero(),
+            N::zero(),
             "included in vLLM 0.19's measured non-torch memory",
         )
     });
@@ -159,7 +163,7 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
     // the last) include the one with the least room: the middle ones differ only in their
     // number of layers.
     let inf = r.config.inference.clone().unwrap_or_default();
-    let mut profiles: Vec<(u64, Profile)> = crate::placement::stages(r)
+    let mut profiles: Vec<(u64, Profile<N>)> = crate::placement::stages(r)
         .iter()
         .map(|st| {
             (
@@ -187,11 +191,11 @@ pub(crate) fn estimate_vllm(r: &Resolved) -> crate::report::Assembly<'_> {
 
 /// The weights a serving runtime holds on one stage: the stored weights and the rotary
 /// `cos_sin_cache` (vLLM and SGLang cache it per model).
-pub(crate) fn serving_weights(s: &InferStage) -> Term {
-    let stored = stage_weights(s.r, s.st, storage(s.inf));
+pub(crate) fn serving_weights<N: Num>(s: &InferStage) -> Term<N> {
+    let stored: Term<N> = stage_weights(s.r, s.st, storage(s.inf));
     Term::new(
         stored.expr + rotary_cache(s.arch, s.act),
-        crate::term::source!(
+        crate::term::source!(N;
             "{}; the rotary cos_sin_cache (max_position_embeddings x rotary dim)",
             stored.source
         ),
@@ -200,13 +204,13 @@ pub(crate) fn serving_weights(s: &InferStage) -> Term {
 
 /// KV bytes of one token over the stage's layers, and the whole tokens `kv_bytes` holds
 /// (0 when there is no room).
-pub(crate) fn kv_pool(s: &InferStage, kv_bytes: i64) -> (Expr, u64) {
+pub(crate) fn kv_pool<N: Num>(s: &InferStage, kv_bytes: i64) -> (N, u64) {
     let (start, end) = s.layers;
-    let per_token = n(end - start, "layers")
-        * kv_bytes_per_token(s.arch, s.inf.kv_cache_dtype, s.act, s.tp, s.inf.engine)
+    let per_token = N::n(end - start, "layers")
+        * kv_bytes_per_token::<N>(s.arch, s.inf.kv_cache_dtype, s.act, s.tp, s.inf.engine)
             .label("B per token per layer");
     let tokens = if kv_bytes > 0 {
-        kv_bytes as u64 / per_token.bytes().max(1)
+        kv_bytes as u64 / per_token.to_u64().max(1)
     } else {
         0
     };
@@ -214,23 +218,24 @@ pub(crate) fn kv_pool(s: &InferStage, kv_bytes: i64) -> (Expr, u64) {
 }
 
 /// vLLM's profiling run on one stage and what it leaves of the budget.
-struct Profile {
-    weights: Term,
+struct Profile<N: Num> {
+    weights: Term<N>,
     /// Peak activation of the profiling run.
-    peak_act: Term,
-    non_torch: Expr,
+    peak_act: Term<N>,
+    non_torch: N,
     /// GPU memory x `gpu_memory_utilization`.
-    budget: Expr,
+    budget: N,
     /// The budget minus weights, peak activation and non-torch memory (may be negative).
-    kv: Expr,
+    kv: N,
     /// KV bytes of one token over the stage's layers.
-    per_token: Expr,
+    per_token: N,
     /// The whole tokens `kv` holds: the stage's room.
     room: u64,
 }
 
 /// vLLM on one stage: the profiling run and the budget it leaves for the KV cache.
-fn profile(s: &InferStage) -> Profile {
+fn profile<N: Num>(s: &InferStage) -> Profile<N> {
+    let (n, bytes, f) = (N::n, N::bytes, N::f);
     let InferStage {
         r,
         st,
@@ -243,7 +248,7 @@ fn profile(s: &InferStage) -> Profile {
     } = *s;
     let l = &r.layout;
     let gpu = &r.gpu;
-    let weights = serving_weights(s);
+    let weights: Term<N> = serving_weights(s);
     let t = inf.max_num_batched_tokens;
     let rows = inf.max_num_seqs.min(t).max(1);
     let v019 = inf.vllm_version == crate::config::VllmVersion::V0_19;
@@ -251,12 +256,13 @@ fn profile(s: &InferStage) -> Profile {
     // first MoE layer of the profiling forward through the sampler run
     let kind = |k| (start..end).any(|i| a.ffn_kind(i) == k);
     let moe_ws = match &a.moe {
-        Some(m) if v019 && kind(FfnKind::Moe) => Some(fused_moe_workspace(a, m, t, act, tp)),
+        Some(m) if v019 && kind(FfnKind::Moe) => Some(fused_moe_workspace::<N>(a, m, t, act, tp)),
         _ => None,
     };
     let fwd = match &moe_ws {
         Some(ws) => {
-            let p = forward_parts(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
+            let p: crate::inference::ForwardParts<N> =
+                forward_parts(a, t, t / rows, rows, Attention::Flash, act, fp16, tp);
             // beside the attention, only dense MLPs run outside the workspace: a shared
             // expert's and the dense layers' (gate/up output, activation, product: 3 x
             // tokens x I)
@@ -288,7 +294,7 @@ fn profile(s: &InferStage) -> Profile {
                 * n(a.vocab_size, "vocab")
                 * n(SAMPLER_BYTES_PER_LOGIT, "B per logit sampled")
     } else {
-        Expr::zero()
+        N::zero()
     };
     let sampler = match moe_ws {
         Some(ws) if st.has_head => sampler + ws.label("fused-MoE workspace"),
@@ -308,7 +314,7 @@ fn profile(s: &InferStage) -> Profile {
         };
         keys * n(t, "tokens") * n(a.hidden_size, "hidden") * bytes(act)
     } else {
-        Expr::zero()
+        N::zero()
     };
     let peak_act = Term::new(
         received.label("pipeline intermediate_tensors")
@@ -317,9 +323,9 @@ fn profile(s: &InferStage) -> Profile {
     );
     let communicators = l.communicators(Mode::Inference);
     let non_torch = if v019 {
-        non_torch(r, inf.vllm_version).expr
+        non_torch::<N>(r, inf.vllm_version).expr
     } else {
-        non_torch(r, inf.vllm_version).expr + nccl_buffers(communicators).expr
+        non_torch::<N>(r, inf.vllm_version).expr + nccl_buffers::<N>(communicators).expr
     };
     let budget = (n(gpu.memory_bytes, "B GPU memory")
         * f(inf.gpu_memory_utilization, "gpu_memory_utilization"))
@@ -344,7 +350,7 @@ fn profile(s: &InferStage) -> Profile {
 
 /// vLLM on one stage: its profiling run `p`, and the KV cache of its room or, under
 /// pipeline parallelism, of the fewest tokens any stage has room for (`shared`).
-fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
+fn vllm<N: Num>(s: &InferStage, p: Profile<N>, shared: Option<u64>) -> StageOutcome<N> {
     let inf = s.inf;
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
     let Profile {
@@ -358,13 +364,13 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
     } = p;
     let kv_value = kv.value().to_i64();
     let tokens = shared.map_or(room, |t| t.min(room));
-    let per_token_bytes = per_token.bytes();
+    let per_token_bytes = per_token.to_u64();
     let fits = tokens >= max_model_len;
     let gib = |b: i64| b as f64 / GIB as f64;
     let (weights_bytes, act_bytes, budget_bytes) =
-        (weights.bytes(), peak_act.bytes(), budget.bytes());
-    // the message is report text: a numeric estimate (`term::numeric`) builds none
-    let message = if crate::term::is_numeric() {
+        (weights.bytes(), peak_act.bytes(), budget.to_u64());
+    // the message is report text: a numeric estimate builds none
+    let message = if !N::REPORT {
         String::new()
     } else if kv_value <= 0 {
         format!(
@@ -391,7 +397,7 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
             tokens as f64 / max_model_len as f64
         )
     };
-    let non_torch_bytes = non_torch.bytes();
+    let non_torch_bytes = non_torch.to_u64();
     let serving = ServingEstimate {
         engine: crate::config::InferenceEngine::Vllm,
         gpu_memory_utilization: inf.gpu_memory_utilization,
@@ -409,7 +415,7 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
         one_sequence_bytes: 0,
     }
     .with_derived();
-    let mut profile = Phase::new(PhaseName::Profile);
+    let mut profile = Phase::<N>::new(PhaseName::Profile);
     profile
         .put(Component::Weights, &weights)
         .put(Component::Activations, &peak_act);
@@ -421,13 +427,13 @@ fn vllm(s: &InferStage, p: Profile, shared: Option<u64>) -> StageOutcome {
             Component::KvCache,
             match shared {
                 None => Term::new(
-                    Expr::max([kv, n(0, "")]),
-                    crate::term::source!("vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
+                    N::max([kv, N::n(0, "")]),
+                    crate::term::source!(N; "vLLM gpu_worker.py determine_available_memory: the budget (GPU memory x gpu_memory_utilization) minus weights, profiled activations and non-torch memory, at least 0; {KV_SOURCE}"),
                 ),
                 Some(_) => Term::new(
-                    n(tokens, "tokens that every pipeline stage holds")
+                    N::n(tokens, "tokens that every pipeline stage holds")
                         * per_token.label("B per token"),
-                    crate::term::source!("vLLM kv_cache_utils.py get_kv_cache_configs: every pipeline rank gets the smallest number of blocks any rank has room for (its room: the budget minus weights, profiled activations and non-torch memory), its cache tensors shrunk to it; {KV_SOURCE}"),
+                    crate::term::source!(N; "vLLM kv_cache_utils.py get_kv_cache_configs: every pipeline rank gets the smallest number of blocks any rank has room for (its room: the budget minus weights, profiled activations and non-torch memory), its cache tensors shrunk to it; {KV_SOURCE}"),
                 ),
             },
         );

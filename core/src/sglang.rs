@@ -21,7 +21,7 @@ use crate::inference::{InferStage, KV_SOURCE, forward_workspace};
 use crate::problem::{GpuSpec, Resolved};
 use crate::report::{Component, Phase, PhaseName, ServingEstimate, StageOutcome, nccl_buffers};
 use crate::serving::{kv_pool, non_torch_v019, serving_weights};
-use crate::term::{Expr, Label, Term, f, n};
+use crate::term::{Label, Num, Term};
 use crate::units::{GIB, MIB};
 
 /// SGLang's defaults that depend on the GPU's memory (server_args.py
@@ -76,7 +76,7 @@ pub fn default_mem_fraction_static(gpu: &GpuSpec, inf: &Inference, tp: u64, pp: 
 /// beyond its one-GPU figure (its non-torch table: 2.10 - 0.25 GiB with tensor
 /// parallelism; the one-GPU part is kernels and cuBLAS, loaded after SGLang's measurement),
 /// at least NCCL's default buffers per communicator ([`nccl_buffers`]); nothing on one GPU.
-fn process_group(r: &Resolved) -> Term {
+fn process_group<N: Num>(r: &Resolved) -> Term<N> {
     let (tp, pp) = (
         r.layout.tensor_parallel_size,
         r.layout.pipeline_parallel_size,
@@ -86,20 +86,20 @@ fn process_group(r: &Resolved) -> Term {
     }
     let communicators = r.layout.communicators(Mode::Inference);
     Term::new(
-        Expr::max([
-            non_torch_v019(tp, pp)
+        N::max([
+            non_torch_v019::<N>(tp, pp)
                 .expr
                 .label("vLLM non-torch")
-                .minus(non_torch_v019(1, 1).expr.label("one GPU")),
-            nccl_buffers(communicators).expr.label("NCCL buffers"),
+                .minus(non_torch_v019::<N>(1, 1).expr.label("one GPU")),
+            nccl_buffers::<N>(communicators).expr.label("NCCL buffers"),
         ]),
         "the process group before loading: vLLM 0.19's measured non-torch memory beyond one GPU (NCCL communicators, custom all-reduce; published cases GT-65 to GT-79), at least NCCL_BUFFSIZE 4 MiB x 2 x 16 channels per communicator",
     )
 }
 
 /// Estimates SGLang serving (inference engine `sglang`).
-pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
-    let group = process_group(r);
+pub(crate) fn estimate_sglang<N: Num>(r: &Resolved) -> crate::report::Assembly<'_, N> {
+    let group: Term<N> = process_group(r);
     let shared = (r.layout.pipeline_parallel_size > 1).then(|| world_pool(r, &group));
     // after loading: CUDA kernels and cuBLAS as vLLM 0.19 measured them on one GPU; the
     // process group in place of the NCCL buffers
@@ -119,9 +119,9 @@ pub(crate) fn estimate_sglang(r: &Resolved) -> crate::report::Assembly<'_> {
 /// bytes per token, and `init_memory_pool` then takes the minimum token count over the
 /// world ("different pp rank may have different num of layers": `all_reduce(...,
 /// ReduceOp.MIN)`), the count of the stage with the most layers.
-struct WorldPool {
+struct WorldPool<N: Num> {
     /// The weights of the stage that holds the most (the least free memory after loading).
-    weights: Term,
+    weights: Term<N>,
     /// The tokens every rank's pool holds.
     tokens: u64,
 }
@@ -129,7 +129,7 @@ struct WorldPool {
 /// [`WorldPool`] over the candidate stages ([`crate::placement::stages`]: the first, the
 /// fullest middle one, the last; the middle ones differ only in their number of layers, so
 /// these include the heaviest and the one with the most layers).
-fn world_pool(r: &Resolved, group: &Term) -> WorldPool {
+fn world_pool<N: Num>(r: &Resolved, group: &Term<N>) -> WorldPool<N> {
     let inf = r.config.inference.clone().unwrap_or_default();
     let stages = crate::placement::stages(r);
     let views: Vec<InferStage> = stages
@@ -138,7 +138,7 @@ fn world_pool(r: &Resolved, group: &Term) -> WorldPool {
         .collect();
     let weights = views
         .iter()
-        .map(serving_weights)
+        .map(serving_weights::<N>)
         .fold(
             Term::zero(),
             |a, w| if w.bytes() > a.bytes() { w } else { a },
@@ -148,14 +148,19 @@ fn world_pool(r: &Resolved, group: &Term) -> WorldPool {
             .value()
             .to_i64()
     });
-    let tokens = views.iter().map(|s| kv_pool(s, rest).1).min().unwrap_or(0);
+    let tokens = views
+        .iter()
+        .map(|s| kv_pool::<N>(s, rest).1)
+        .min()
+        .unwrap_or(0);
     WorldPool { weights, tokens }
 }
 
 /// The static budget, bytes: [`fraction`] of the memory free before the weights load (the
 /// capacity less the CUDA context and the process group's buffers, `group`), the same on
 /// every rank.
-fn static_budget(s: &InferStage, group: &Term) -> Expr {
+fn static_budget<N: Num>(s: &InferStage, group: &Term<N>) -> N {
+    let (n, f) = (N::n, N::f);
     let gpu = &s.r.gpu;
     let free_before = n(gpu.memory_bytes, "B GPU memory")
         .minus(n(gpu.cuda_context_bytes, "B CUDA context"))
@@ -168,7 +173,7 @@ const HEAVIEST: Label = "weights of the heaviest pipeline stage";
 
 /// The room a rank's KV pool has: the static budget less `weights` (the rank's own, or
 /// under pipeline parallelism the heaviest stage's), bytes; negative when they do not fit.
-fn room(budget: Expr, weights: &Term, label: Label) -> Expr {
+fn room<N: Num>(budget: N, weights: &Term<N>, label: Label) -> N {
     budget
         .label("static budget")
         .minus(weights.expr.clone().label(label))
@@ -183,7 +188,12 @@ fn fraction(s: &InferStage) -> f64 {
 
 /// SGLang on one stage: the static pool (weights and KV cache) and a prefill chunk; under
 /// pipeline parallelism the pool of [`WorldPool`] (`shared`).
-fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutcome {
+fn sglang<N: Num>(
+    s: &InferStage,
+    group: &Term<N>,
+    shared: Option<&WorldPool<N>>,
+) -> StageOutcome<N> {
+    let n = N::n;
     let InferStage {
         inf,
         arch: a,
@@ -195,16 +205,16 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
     let gpu = &s.r.gpu;
     let max_model_len = inf.max_model_len.unwrap_or(inf.context_len);
     let fraction = fraction(s);
-    let weights = serving_weights(s);
+    let weights: Term<N> = serving_weights(s);
     let budget = static_budget(s, group);
     let kv = match shared {
         Some(w) => room(budget.clone(), &w.weights, HEAVIEST),
         None => room(budget.clone(), &weights, "weights"),
     };
     let kv_value = kv.value().to_i64();
-    let (per_token, room) = kv_pool(s, kv_value);
+    let (per_token, room) = kv_pool::<N>(s, kv_value);
     let tokens = shared.map_or(room, |w| w.tokens.min(room));
-    let per_token_bytes = per_token.bytes();
+    let per_token_bytes = per_token.to_u64();
     // the pool SGLang allocates: whole tokens (page size 1)
     let pool = n(tokens, "tokens") * per_token;
     let chunk = chunked_prefill_size(inf, gpu, tp);
@@ -215,9 +225,9 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
     let fits = tokens >= max_model_len;
     let gib = |b: i64| b as f64 / GIB as f64;
     let (weights_bytes, act_bytes, budget_bytes) =
-        (weights.bytes(), prefill.bytes(), budget.bytes());
-    // the message is report text: a numeric estimate (`term::numeric`) builds none
-    let message = if crate::term::is_numeric() {
+        (weights.bytes(), prefill.bytes(), budget.to_u64());
+    // the message is report text: a numeric estimate builds none
+    let message = if !N::REPORT {
         String::new()
     } else if kv_value <= 0 {
         format!(
@@ -265,7 +275,7 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
         one_sequence_bytes: 0,
     }
     .with_derived();
-    let mut serve = Phase::new(PhaseName::Serving);
+    let mut serve = Phase::<N>::new(PhaseName::Serving);
     serve
         .set(Component::Weights, weights)
         .set(Component::Activations, prefill)
@@ -273,12 +283,12 @@ fn sglang(s: &InferStage, group: &Term, shared: Option<&WorldPool>) -> StageOutc
             Component::KvCache,
             match shared {
                 None => Term::new(
-                    Expr::max([pool, n(0, "")]),
-                    crate::term::source!("SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
+                    N::max([pool, n(0, "")]),
+                    crate::term::source!(N; "SGLang model_runner.py profile_max_num_token: mem_fraction_static x the memory free before the weights load (capacity - CUDA context - process group) - weights, in whole tokens; {KV_SOURCE}"),
                 ),
                 Some(_) => Term::new(
                     pool,
-                    crate::term::source!("SGLang model_runner.py profile_max_num_token / init_memory_pool: every rank's room is mem_fraction_static x the memory free before the weights load less the least free memory after it over the world group (the heaviest stage's weights), in whole tokens of its own layers; the pool is the fewest tokens any rank has room for (all_reduce MIN over the world); {KV_SOURCE}"),
+                    crate::term::source!(N; "SGLang model_runner.py profile_max_num_token / init_memory_pool: every rank's room is mem_fraction_static x the memory free before the weights load less the least free memory after it over the world group (the heaviest stage's weights), in whole tokens of its own layers; the pool is the fewest tokens any rank has room for (all_reduce MIN over the world); {KV_SOURCE}"),
                 ),
             },
         );

@@ -4,6 +4,13 @@
 //! `theoretical_memory_usage.py` keeps the comment and the arithmetic on one line; here they
 //! are one value). A [`Term`] adds the source (paper, framework file) of the formula.
 //!
+//! The estimators are written once, generic over [`Num`], and run two ways: with [`Expr`]
+//! for the report, and with [`Value`] (the value alone: no formula, no text, no allocation)
+//! for the numeric path, [`crate::estimate_peak`], which the plan search and the solvers
+//! run per candidate. Inside a generic estimator, `n` and `bytes` are bound to the number
+//! type's constructors (`let (n, bytes) = (N::n, N::bytes);`), so a formula reads the same
+//! in either.
+//!
 //! Arithmetic is exact: rationals with 128-bit numerators and 64-bit denominators, with
 //! `ceil(..)` and `floor(..)` where the code rounds. A float appears only where the model
 //! multiplies by a user's fraction (`gpu_memory_utilization`, `allocator_reserve_fraction`);
@@ -172,7 +179,7 @@ impl Value {
         None
     }
     #[inline]
-    fn add(self, o: Value) -> Value {
+    fn add_value(self, o: Value) -> Value {
         // no common denominator to find
         match self.small_ints(o) {
             Some((x, y)) => Value::int(x + y),
@@ -194,8 +201,8 @@ impl Value {
             })
             .unwrap_or_else(|| Value::float(self.to_f64() + o.to_f64()))
     }
-    fn sub(self, o: Value) -> Value {
-        self.add(o.neg())
+    fn sub_value(self, o: Value) -> Value {
+        self.add_value(o.neg())
     }
     fn neg(self) -> Value {
         match self.kind() {
@@ -204,7 +211,7 @@ impl Value {
         }
     }
     #[inline]
-    fn mul(self, o: Value) -> Value {
+    fn mul_value(self, o: Value) -> Value {
         match self.small_ints(o) {
             Some((x, y)) => Value::int(x * y),
             None => self.mul_general(o),
@@ -238,13 +245,13 @@ impl Value {
             })
             .unwrap_or_else(|| Value::float(self.to_f64() * o.to_f64()))
     }
-    fn div(self, o: Value) -> Value {
+    fn div_value(self, o: Value) -> Value {
         match o.kind() {
             Kind::Exact(0, _) => Value::float(f64::NAN),
             // a whole number over a whole number (nearly every quotient): one gcd, as
             // `self × 1/c` reduces it
             Kind::Exact(c, 1) if self.is_int() => Value::ratio(self.n, c),
-            Kind::Exact(c, d) => self.mul(Value::ratio(i128::from(d), c)),
+            Kind::Exact(c, d) => self.mul_value(Value::ratio(i128::from(d), c)),
             Kind::Float(f) => Value::float(self.to_f64() / f),
         }
     }
@@ -340,7 +347,7 @@ impl Value {
 #[derive(Debug, Clone)]
 enum Repr {
     /// A labelled number; a float (a user's fraction, [`f`]) is written with a decimal
-    /// point. A composite built in numeric mode ([`numeric`]) is its value alone, unlabelled.
+    /// point.
     Num(Label),
     Node(Box<Node>),
 }
@@ -358,61 +365,97 @@ enum Node {
     Group(Box<Expr>, Label),
 }
 
-thread_local! {
-    /// Set while [`numeric`] runs: composite expressions keep their value and drop their
-    /// structure (no vectors, boxes or strings are built).
-    static NUMERIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// `true` inside [`numeric`].
-#[inline]
-pub(crate) fn is_numeric() -> bool {
-    NUMERIC.with(|c| c.get())
-}
-
-/// Runs `f` in numeric mode: every expression built inside computes its value exactly as
-/// outside (the same [`Value`] arithmetic in the same order) but keeps no formula, so
-/// nothing is allocated for it; [`Expr::render`] of such an expression is its value alone.
-/// This is the plan search's fast path ([`crate::estimate_peak`]); the full report is built
-/// only for the plan a user opens.
+/// A number type the estimators compute with, the one formula code run two ways: [`Expr`]
+/// for the report (each number's value and its formula with the numbers substituted) and
+/// [`Value`] for the numeric path (the value alone: the plan search's and the solvers'
+/// per-candidate estimate, [`crate::estimate_peak`]). Both compute the same [`Value`]
+/// arithmetic in the same order, so they agree to the byte (`core/tests/numeric.rs` checks
+/// every preset x engine x mode); [`Value`] builds no formula, allocates nothing and is
+/// `Copy`.
 ///
 /// Values are the same because exact rationals are associative (a product or sum of
-/// composites folds the same whether or not the children are flattened), and a float
-/// factor (a user's fraction) only ever ends a product, whose fold order is then the same
-/// either way; `core/tests/numeric.rs` checks every preset x engine x mode to the byte.
-pub(crate) fn numeric<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            NUMERIC.with(|c| c.set(self.0));
-        }
+/// composites folds the same whether or not the report flattens its children), and a
+/// float factor (a user's fraction) only ever ends a product, whose fold order is then the
+/// same either way.
+pub trait Num:
+    Clone
+    + std::fmt::Debug
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+{
+    /// `true` for [`Expr`]: terms keep their formula and source, phases their terms, and
+    /// the estimate's warnings and messages are written. `false` for [`Value`], whose
+    /// estimate formats no text.
+    const REPORT: bool;
+    /// A term's source text: the text for [`Expr`], nothing for [`Value`] ([`NoText`]).
+    type Source: Clone + std::fmt::Debug + std::fmt::Display;
+    /// The source text as this number type keeps it.
+    fn source(text: Cow<'static, str>) -> Self::Source;
+    /// Both sources of a sum of two terms: the non-zero terms' (see `Term`'s `+`).
+    fn join(a: Self::Source, b: Self::Source, a_zero: bool, b_zero: bool) -> Self::Source;
+    /// A whole number with a label: `n(4, "B")` renders `4 B`.
+    fn n(v: u64, label: Label) -> Self;
+    /// A fraction or factor given as a float (`0.9`), rendered with a decimal point.
+    fn f(v: f64, label: Label) -> Self;
+    /// A byte count: `bytes(2)` renders `2 B`.
+    fn bytes(v: u64) -> Self {
+        Self::n(v, "B")
     }
-    let _reset = Reset(NUMERIC.with(|c| c.replace(true)));
-    f()
+    /// Zero bytes (an absent term).
+    fn zero() -> Self;
+    /// The value.
+    fn value(&self) -> Value;
+    /// The value as whole bytes (see [`Value::to_u64`]).
+    fn to_u64(&self) -> u64;
+    /// `true` when the value is zero.
+    fn is_zero(&self) -> bool;
+    /// The sum of `terms`; zero-valued terms are left out of the formula.
+    fn sum(terms: impl IntoIterator<Item = Self>) -> Self;
+    /// The product of `factors`, evaluated left to right.
+    fn product(factors: impl IntoIterator<Item = Self>) -> Self;
+    /// `self − other` (exact; may be negative).
+    fn minus(self, other: Self) -> Self;
+    /// `self / d` (exact).
+    fn over(self, d: Self) -> Self;
+    /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
+    /// rounding when the division is exact.
+    fn div_ceil(self, d: Self) -> Self;
+    /// `floor(self / d)` (integer division); written like [`Num::div_ceil`].
+    fn div_floor(self, d: Self) -> Self;
+    /// `floor(self)` (a float product truncated to bytes, `as u64`).
+    fn floor(self) -> Self;
+    /// `max(a, b, ...)`; zero for none.
+    fn max(terms: impl IntoIterator<Item = Self>) -> Self;
+    /// `min(a, b, ...)`; zero for none.
+    fn min(terms: impl IntoIterator<Item = Self>) -> Self;
+    /// `(self) label`: names a sub-expression.
+    fn label(self, label: Label) -> Self;
 }
 
-/// A term's source text from `format!` arguments, formatted only outside [`numeric`] mode
-/// (a numeric estimate reports no text, so it builds none): a `Cow<'static, str>`, empty in
-/// numeric mode.
+/// A term's source text from `format!` arguments for the number type `N` ([`Num`]),
+/// formatted only where `N` reports ([`Num::REPORT`]; a numeric estimate reports no text,
+/// so it builds none): a `Cow<'static, str>`, empty on the numeric path.
 macro_rules! source {
-    ($($arg:tt)*) => {
-        if $crate::term::is_numeric() {
-            ::std::borrow::Cow::<'static, str>::Borrowed("")
-        } else {
+    ($num:ty; $($arg:tt)*) => {
+        if <$num as $crate::term::Num>::REPORT {
             ::std::borrow::Cow::<'static, str>::Owned(format!($($arg)*))
+        } else {
+            ::std::borrow::Cow::<'static, str>::Borrowed("")
         }
     };
 }
 pub(crate) use source;
 
 /// An arithmetic expression over labelled numbers; its value is computed as it is built.
+/// The report's number type ([`Num`]).
 #[derive(Debug, Clone)]
 pub struct Expr {
     value: Value,
     node: Repr,
 }
 
-// a 24-byte value and a 16-byte formula (64-bit targets): what every `+` and `×` moves
+// a 24-byte value and a 16-byte formula (64-bit targets)
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Expr>() == 40);
 
@@ -435,10 +478,6 @@ impl Expr {
     /// Zero bytes (an absent term).
     pub fn zero() -> Expr {
         n(0, "")
-    }
-    /// A composite's value in numeric mode: an unlabelled number.
-    fn elided(value: Value) -> Expr {
-        Expr::num(value, "")
     }
     fn with(value: Value, node: Node) -> Expr {
         Expr {
@@ -467,10 +506,6 @@ impl Expr {
     }
     /// The sum of `terms`; zero-valued terms are left out of the formula.
     pub fn sum(terms: impl IntoIterator<Item = Expr>) -> Expr {
-        if is_numeric() {
-            // `+` in numeric mode: zero terms drop out, the value folds left to right
-            return terms.into_iter().fold(Expr::zero(), |a, t| a + t);
-        }
         let mut parts = Vec::new();
         for t in terms {
             if t.is_zero() {
@@ -489,20 +524,15 @@ impl Expr {
             0 => Expr::zero(),
             1 => parts.pop().unwrap_or_else(Expr::zero),
             _ => Expr::with(
-                parts.iter().fold(Value::int(0), |a, t| a.add(t.value)),
+                parts
+                    .iter()
+                    .fold(Value::int(0), |a, t| a.add_value(t.value)),
                 Node::Sum(parts),
             ),
         }
     }
     /// The product of `factors`, evaluated left to right.
     pub fn product(factors: impl IntoIterator<Item = Expr>) -> Expr {
-        if is_numeric() {
-            // `×` in numeric mode: the value folds left to right
-            return factors
-                .into_iter()
-                .reduce(|a, t| a * t)
-                .unwrap_or_else(|| n(1, ""));
-        }
         let mut parts = Vec::new();
         for t in factors {
             match t.node {
@@ -521,7 +551,7 @@ impl Expr {
                 parts
                     .iter()
                     .skip(1)
-                    .fold(parts[0].value, |a, t| a.mul(t.value)),
+                    .fold(parts[0].value, |a, t| a.mul_value(t.value)),
                 Node::Prod(parts),
             ),
         }
@@ -531,45 +561,25 @@ impl Expr {
         if other.is_zero() {
             return self;
         }
-        if is_numeric() {
-            return Expr::elided(self.value.sub(other.value));
-        }
         Expr::with(
-            self.value.sub(other.value),
+            self.value.sub_value(other.value),
             Node::Sub(Box::new(self), Box::new(other)),
         )
     }
     /// `self / d` (exact).
     pub fn over(self, d: Expr) -> Expr {
-        if is_numeric() {
-            // a quotient by 1 is its dividend, as `rounded` writes it
-            if d.value == Value::int(1) {
-                return self;
-            }
-            return Expr::elided(self.value.div(d.value));
-        }
         Expr::with(
-            self.value.div(d.value),
+            self.value.div_value(d.value),
             Node::Div(Box::new(self), Box::new(d)),
         )
     }
     /// `ceil(self / d)` (`u64::div_ceil`); no division is written when `d` is 1, and no
     /// rounding when the division is exact.
     pub fn div_ceil(self, d: Expr) -> Expr {
-        if is_numeric()
-            && let Some(q) = self.value.whole_div(d.value, true)
-        {
-            return Expr::elided(q);
-        }
         self.over(d).rounded(Value::ceil, Node::Ceil)
     }
     /// `floor(self / d)` (integer division); written like [`Expr::div_ceil`].
     pub fn div_floor(self, d: Expr) -> Expr {
-        if is_numeric()
-            && let Some(q) = self.value.whole_div(d.value, false)
-        {
-            return Expr::elided(q);
-        }
         self.over(d).rounded(Value::floor, Node::Floor)
     }
     /// The quotient `self` rounded (nothing written when it is whole; a division by 1 is
@@ -585,9 +595,6 @@ impl Expr {
         if q.value.is_int() {
             return q;
         }
-        if is_numeric() {
-            return Expr::elided(round(q.value));
-        }
         Expr::with(round(q.value), node(Box::new(q)))
     }
     /// `floor(self)` (a float product truncated to bytes, `as u64`).
@@ -595,15 +602,6 @@ impl Expr {
         self.rounded(Value::floor, Node::Floor)
     }
     fn extreme(terms: impl IntoIterator<Item = Expr>, want: Ordering, max: bool) -> Expr {
-        let pick = |a: Value, t: Value| if t.cmp(a) == want { t } else { a };
-        if is_numeric() {
-            // the same fold over the values, no vector
-            let mut terms = terms.into_iter();
-            return match terms.next() {
-                None => Expr::zero(),
-                Some(first) => Expr::elided(terms.fold(first.value, |a, t| pick(a, t.value))),
-            };
-        }
         let mut terms: Vec<Expr> = terms.into_iter().collect();
         if terms.len() <= 1 {
             return terms.pop().unwrap_or_else(Expr::zero);
@@ -611,7 +609,7 @@ impl Expr {
         let value = terms
             .iter()
             .skip(1)
-            .fold(terms[0].value, |a, t| pick(a, t.value));
+            .fold(terms[0].value, |a, t| pick(a, t.value, want));
         Expr::with(
             value,
             if max {
@@ -631,12 +629,8 @@ impl Expr {
     }
     /// `(self) label`: names a sub-expression.
     pub fn label(self, label: Label) -> Expr {
-        if is_numeric() {
-            return self;
-        }
         Expr::with(self.value, Node::Group(Box::new(self), label))
     }
-
     /// The composite node, if the expression is one.
     fn tree(&self) -> Option<&Node> {
         match &self.node {
@@ -762,33 +756,8 @@ impl Expr {
 
 impl std::ops::Add for Expr {
     type Output = Expr;
-    /// Inlined where it is written natively: in numeric mode it is the value's addition
-    /// (the plan search's path, 10 % fewer instructions per estimate than a call); the
-    /// formula's tree is built out of line. The wasm, built for size, leaves it to the
-    /// optimizer.
-    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-    #[cfg_attr(target_arch = "wasm32", inline)]
     fn add(self, o: Expr) -> Expr {
-        if is_numeric() {
-            // as `sum`: a zero operand drops out
-            return match (self.is_zero(), o.is_zero()) {
-                (_, true) => self,
-                (true, false) => o,
-                _ => Expr::elided(self.value.add(o.value)),
-            };
-        }
-        self.add_tree(o)
-    }
-}
-
-impl Expr {
-    #[inline(never)]
-    fn add_tree(self, o: Expr) -> Expr {
         Expr::sum([self, o])
-    }
-    #[inline(never)]
-    fn mul_tree(self, o: Expr) -> Expr {
-        Expr::product([self, o])
     }
 }
 
@@ -801,43 +770,267 @@ impl std::ops::Sub for Expr {
 
 impl std::ops::Mul for Expr {
     type Output = Expr;
-    /// Inlined as [`Expr`]'s `+` is.
-    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-    #[cfg_attr(target_arch = "wasm32", inline)]
     fn mul(self, o: Expr) -> Expr {
-        if is_numeric() {
-            return Expr::elided(self.value.mul(o.value));
-        }
-        self.mul_tree(o)
+        Expr::product([self, o])
     }
 }
 
-/// A memory term: its expression (bytes and formula in one) and the source of the formula.
-#[derive(Debug, Clone)]
-pub struct Term {
-    pub expr: Expr,
-    pub source: Cow<'static, str>,
+/// The later of two values `a`, `t` in the fold of `max` (`want` Greater) or `min` (Less).
+fn pick(a: Value, t: Value, want: Ordering) -> Value {
+    if t.cmp(a) == want { t } else { a }
 }
 
-impl Term {
+impl Num for Expr {
+    const REPORT: bool = true;
+    type Source = Cow<'static, str>;
+    fn source(text: Cow<'static, str>) -> Cow<'static, str> {
+        text
+    }
+    fn join(a: Self::Source, b: Self::Source, a_zero: bool, b_zero: bool) -> Self::Source {
+        match (a_zero, b_zero) {
+            (_, true) => a,
+            (true, false) => b,
+            _ if a == b => a,
+            _ => format!("{a}; {b}").into(),
+        }
+    }
+    fn n(v: u64, label: Label) -> Expr {
+        n(v, label)
+    }
+    fn f(v: f64, label: Label) -> Expr {
+        f(v, label)
+    }
+    fn zero() -> Expr {
+        Expr::zero()
+    }
+    fn value(&self) -> Value {
+        self.value
+    }
+    fn to_u64(&self) -> u64 {
+        self.value.to_u64()
+    }
+    fn is_zero(&self) -> bool {
+        self.value.is_zero()
+    }
+    fn sum(terms: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::sum(terms)
+    }
+    fn product(factors: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::product(factors)
+    }
+    fn minus(self, other: Expr) -> Expr {
+        Expr::minus(self, other)
+    }
+    fn over(self, d: Expr) -> Expr {
+        Expr::over(self, d)
+    }
+    fn div_ceil(self, d: Expr) -> Expr {
+        Expr::div_ceil(self, d)
+    }
+    fn div_floor(self, d: Expr) -> Expr {
+        Expr::div_floor(self, d)
+    }
+    fn floor(self) -> Expr {
+        Expr::floor(self)
+    }
+    fn max(terms: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::max(terms)
+    }
+    fn min(terms: impl IntoIterator<Item = Expr>) -> Expr {
+        Expr::min(terms)
+    }
+    fn label(self, label: Label) -> Expr {
+        Expr::label(self, label)
+    }
+}
+
+/// The numeric path's number: the value of the expression the report would build, by the
+/// same operations in the same order, where `+` and `−` leave a zero operand out as the
+/// report's sums do, a quotient by 1 is its dividend and a whole quotient is not rounded.
+impl Num for Value {
+    const REPORT: bool = false;
+    type Source = NoText;
+    #[inline(always)]
+    fn source(_: Cow<'static, str>) -> NoText {
+        NoText
+    }
+    #[inline(always)]
+    fn join(_: NoText, _: NoText, _: bool, _: bool) -> NoText {
+        NoText
+    }
+    #[inline(always)]
+    fn n(v: u64, _: Label) -> Value {
+        Value::int(i128::from(v))
+    }
+    #[inline(always)]
+    fn f(v: f64, _: Label) -> Value {
+        Value::float(v)
+    }
+    #[inline(always)]
+    fn zero() -> Value {
+        Value::int(0)
+    }
+    #[inline(always)]
+    fn value(&self) -> Value {
+        *self
+    }
+    #[inline(always)]
+    fn to_u64(&self) -> u64 {
+        Value::to_u64(*self)
+    }
+    #[inline(always)]
+    fn is_zero(&self) -> bool {
+        Value::is_zero(*self)
+    }
+    #[inline]
+    fn sum(terms: impl IntoIterator<Item = Value>) -> Value {
+        terms.into_iter().fold(Value::int(0), |a, t| a + t)
+    }
+    #[inline]
+    fn product(factors: impl IntoIterator<Item = Value>) -> Value {
+        factors
+            .into_iter()
+            .reduce(Value::mul_value)
+            .unwrap_or(Value::int(1))
+    }
+    #[inline]
+    fn minus(self, other: Value) -> Value {
+        if other.is_zero() {
+            return self;
+        }
+        self.sub_value(other)
+    }
+    #[inline]
+    fn over(self, d: Value) -> Value {
+        if d == Value::int(1) {
+            return self;
+        }
+        self.div_value(d)
+    }
+    #[inline]
+    fn div_ceil(self, d: Value) -> Value {
+        match self.whole_div(d, true) {
+            Some(q) => q,
+            None => self.over(d).rounded(Value::ceil),
+        }
+    }
+    #[inline]
+    fn div_floor(self, d: Value) -> Value {
+        match self.whole_div(d, false) {
+            Some(q) => q,
+            None => self.over(d).rounded(Value::floor),
+        }
+    }
+    #[inline]
+    fn floor(self) -> Value {
+        self.rounded(Value::floor)
+    }
+    #[inline]
+    fn max(terms: impl IntoIterator<Item = Value>) -> Value {
+        Value::extreme(terms, Ordering::Greater)
+    }
+    #[inline]
+    fn min(terms: impl IntoIterator<Item = Value>) -> Value {
+        Value::extreme(terms, Ordering::Less)
+    }
+    #[inline(always)]
+    fn label(self, _: Label) -> Value {
+        self
+    }
+}
+
+impl Value {
+    /// A quotient rounded as the report rounds it ([`Expr`]'s `rounded`): a whole number
+    /// as it is, else by `round`.
+    #[inline]
+    fn rounded(self, round: fn(Value) -> Value) -> Value {
+        if self.is_int() { self } else { round(self) }
+    }
+    /// The fold of [`Num::max`] (`want` Greater) or [`Num::min`] (Less); zero for none.
+    fn extreme(terms: impl IntoIterator<Item = Value>, want: Ordering) -> Value {
+        let mut terms = terms.into_iter();
+        match terms.next() {
+            None => Value::int(0),
+            Some(first) => terms.fold(first, |a, t| pick(a, t, want)),
+        }
+    }
+}
+
+impl std::ops::Add for Value {
+    type Output = Value;
+    /// The sum as the report's `+` computes it: a zero operand drops out.
+    #[inline(always)]
+    fn add(self, o: Value) -> Value {
+        match (self.is_zero(), o.is_zero()) {
+            (_, true) => self,
+            (true, false) => o,
+            _ => self.add_value(o),
+        }
+    }
+}
+
+impl std::ops::Sub for Value {
+    type Output = Value;
+    #[inline(always)]
+    fn sub(self, o: Value) -> Value {
+        Num::minus(self, o)
+    }
+}
+
+impl std::ops::Mul for Value {
+    type Output = Value;
+    #[inline(always)]
+    fn mul(self, o: Value) -> Value {
+        self.mul_value(o)
+    }
+}
+
+/// The numeric path's source text: none (a numeric estimate formats no text; written
+/// empty where a report's source would quote it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoText;
+
+impl std::fmt::Display for NoText {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Ok(())
+    }
+}
+
+/// A memory term: its expression (bytes and formula in one) and the source of the formula,
+/// for the number type `N` ([`Num`]: the report's [`Expr`] and source text, or the numeric
+/// path's [`Value`] and no text).
+#[derive(Debug, Clone)]
+pub struct Term<N: Num = Expr> {
+    pub expr: N,
+    pub source: N::Source,
+}
+
+impl<N: Num> Term<N> {
     /// A term computed by `expr`, from `source`.
-    pub fn new(expr: Expr, source: impl Into<Cow<'static, str>>) -> Term {
+    #[inline]
+    pub fn new(expr: N, source: impl Into<Cow<'static, str>>) -> Term<N> {
         Term {
             expr,
-            source: source.into(),
+            source: N::source(source.into()),
         }
     }
     /// No memory.
-    pub fn zero() -> Term {
-        Term::new(Expr::zero(), "")
+    #[inline]
+    pub fn zero() -> Term<N> {
+        Term::new(N::zero(), "")
     }
     /// The term's bytes.
+    #[inline]
     pub fn bytes(&self) -> u64 {
-        self.expr.bytes()
+        self.expr.to_u64()
     }
+    #[inline]
     pub fn is_zero(&self) -> bool {
         self.expr.is_zero()
     }
+}
+
+impl Term {
     /// The term as reported: name, bytes, formula and source.
     pub fn detail(&self, name: &str) -> ComponentDetail {
         ComponentDetail {
@@ -849,20 +1042,14 @@ impl Term {
     }
 }
 
-impl std::ops::Add for Term {
-    type Output = Term;
+impl<N: Num> std::ops::Add for Term<N> {
+    type Output = Term<N>;
     /// Both terms' memory; the sources of the non-zero ones, joined.
-    fn add(self, o: Term) -> Term {
-        let source = match (self.is_zero(), o.is_zero()) {
-            (_, true) => self.source,
-            (true, false) => o.source,
-            _ if is_numeric() => self.source,
-            _ if self.source == o.source => self.source,
-            _ => format!("{}; {}", self.source, o.source).into(),
-        };
+    fn add(self, o: Term<N>) -> Term<N> {
+        let (a_zero, b_zero) = (self.is_zero(), o.is_zero());
         Term {
+            source: N::join(self.source, o.source, a_zero, b_zero),
             expr: self.expr + o.expr,
-            source,
         }
     }
 }
@@ -908,34 +1095,39 @@ mod tests {
         // zero terms drop out of sums; max/min pick their operand
         let m = Expr::max([n(3, "a"), n(5, "b")]) + Expr::zero();
         assert_eq!((m.bytes(), m.render()), (5, "max(3 a, 5 b)".to_string()));
-        // numeric mode's rounded quotients equal the formula's: exact, inexact, negative,
-        // a fraction over a whole number, by 1 and by 0
-        let cases = || {
+        // the numeric path's rounded quotients equal the formula's: exact, inexact,
+        // negative, a fraction over a whole number, by 1 and by 0
+        fn cases<N: Num>() -> [(N, N); 6] {
             [
-                (n(12, "B"), n(4, "ranks")),
-                (n(13, "B"), n(4, "ranks")),
-                (n(3, "B").minus(n(16, "B")), n(4, "ranks")),
-                (n(7, "B").over(n(2, "")), n(3, "ranks")),
-                (n(7, "B"), n(1, "rank")),
-                (n(7, "B"), n(0, "ranks")),
+                (N::n(12, "B"), N::n(4, "ranks")),
+                (N::n(13, "B"), N::n(4, "ranks")),
+                (N::n(3, "B").minus(N::n(16, "B")), N::n(4, "ranks")),
+                (N::n(7, "B").over(N::n(2, "")), N::n(3, "ranks")),
+                (N::n(7, "B"), N::n(1, "rank")),
+                (N::n(7, "B"), N::n(0, "ranks")),
             ]
-        };
-        for (i, ((a, d), (na, nd))) in cases().into_iter().zip(cases()).enumerate() {
+        }
+        for (i, ((a, d), (na, nd))) in cases::<Expr>()
+            .into_iter()
+            .zip(cases::<Value>())
+            .enumerate()
+        {
             let tree = (a.clone().div_ceil(d.clone()), a.div_floor(d));
-            let num = numeric(|| (na.clone().div_ceil(nd.clone()), na.div_floor(nd)));
-            assert_eq!(tree.0.value(), num.0.value(), "ceil, case {i}");
-            assert_eq!(tree.1.value(), num.1.value(), "floor, case {i}");
+            let num = (na.div_ceil(nd), na.div_floor(nd));
+            assert_eq!(tree.0.value(), num.0, "ceil, case {i}");
+            assert_eq!(tree.1.value(), num.1, "floor, case {i}");
         }
         // 13 / 4 = 3.25: ceil 4, floor 3; (3 - 16) / 4 = -3.25: ceil -3, floor -4
-        let v = numeric(|| {
-            let (a, b) = (n(13, "B"), n(3, "B").minus(n(16, "B")));
+        let v = {
+            let (a, b) = (Value::n(13, "B"), Value::n(3, "B").minus(Value::n(16, "B")));
+            let four = Value::n(4, "");
             [
-                a.clone().div_ceil(n(4, "")).value().to_i64(),
-                a.div_floor(n(4, "")).value().to_i64(),
-                b.clone().div_ceil(n(4, "")).value().to_i64(),
-                b.div_floor(n(4, "")).value().to_i64(),
+                a.div_ceil(four).to_i64(),
+                Num::div_floor(a, four).to_i64(),
+                b.div_ceil(four).to_i64(),
+                Num::div_floor(b, four).to_i64(),
             ]
-        });
+        };
         assert_eq!(v, [4, 3, -3, -4]);
         let neg = n(3, "B").minus(n(5, "B"));
         assert_eq!(neg.value().to_i64(), -2);

@@ -23,25 +23,25 @@
 
 use crate::activations::{self, ActCtx, ModelCode};
 use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, WeightFormat};
-use crate::engines::{EngineModel, States};
+use crate::engines::{EngineModel, EngineNum, States};
 use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
 use crate::placement::{RankParams, Stage, for_each_stage_group, rank_params, stages};
 use crate::precision::StateBytes;
 use crate::problem::Resolved;
 use crate::report::{Component, Overheads, Phase, PhaseName, StageOutcome, assemble};
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Num, Term};
 use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 
 /// Estimates a validated training problem.
-pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
-    let outcomes: crate::report::Outcomes =
+pub(crate) fn estimate_training<N: EngineNum>(r: &Resolved) -> crate::report::Assembly<'_, N> {
+    let outcomes: crate::report::Outcomes<N> =
         stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
-    // report text: a numeric estimate (`term::numeric`) builds none
-    let warnings = if crate::term::is_numeric() {
-        Vec::new()
-    } else {
+    // report text: a numeric estimate builds none
+    let warnings = if N::REPORT {
         training_warnings(r, &outcomes)
+    } else {
+        Vec::new()
     };
     let communicators = r.layout.communicators(Mode::Training);
     let trainable = match &r.lora_targets {
@@ -66,7 +66,7 @@ pub(crate) fn estimate_training(r: &Resolved) -> crate::report::Assembly<'_> {
 /// The estimate's warnings: the problem's, each stage's engine warnings (once), and the
 /// training set-up's (logits gathered without loss parallelism, GPipe's in-flight
 /// micro-batches, eager attention's scores at long sequences, paged optimizer states).
-fn training_warnings(r: &Resolved, outcomes: &[StageOutcome]) -> Vec<String> {
+fn training_warnings<N: Num>(r: &Resolved, outcomes: &[StageOutcome<N>]) -> Vec<String> {
     let t = &r.config.training;
     let l = &r.layout;
     let mut warnings = r.warnings.clone();
@@ -107,18 +107,27 @@ fn training_warnings(r: &Resolved, outcomes: &[StageOutcome]) -> Vec<String> {
 /// The engine's model states with `b` bytes per element, and the optimizer step run inside
 /// backward where configured: each parameter's step runs in its gradient hook, so only the
 /// largest tensor's gradient exists at a time (torchtune `optimizer_in_bwd`).
-fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
-    let mut s = engine.states(r, p, b);
+fn engine_states<N: EngineNum>(
+    engine: &dyn EngineModel,
+    r: &Resolved,
+    p: &RankParams,
+    b: StateBytes,
+) -> States<N> {
+    let (n, bytes) = (N::n, N::bytes);
+    let mut s = N::states(engine, r, p, b);
     if r.config.training.optimizer_in_backward {
         let largest = || n(p.largest_module, "params of the largest tensor");
         let source = "torchtune optimizer_in_bwd: each parameter steps in its gradient hook";
         s.gradients = Term::new(
-            Expr::min([s.gradients.expr, crate::engines::grad_bytes(b) * largest()]),
+            N::min([
+                s.gradients.expr,
+                crate::engines::grad_bytes::<N>(b) * largest(),
+            ]),
             source,
         );
         let info = r.config.training.optimizer.info();
         s.step_temporaries = Term::new(
-            Expr::min([
+            N::min([
                 s.step_temporaries.expr,
                 n(info.foreach_temporaries as u64, "temporaries") * bytes(b.state) * largest(),
             ]),
@@ -139,7 +148,8 @@ fn engine_states(engine: &dyn EngineModel, r: &Resolved, p: &RankParams, b: Stat
 /// `torch.compile` with full recomputation the layers' casts are graph ops, freed with
 /// each layer's forward and recomputed with it: forward's peak (the loss) holds the head's
 /// copy, backward the head's and one layer's.
-fn autocast_copies(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term, Term) {
+fn autocast_copies<N: Num>(r: &Resolved, p: &RankParams, b: StateBytes) -> (Term<N>, Term<N>) {
+    let (n, bytes) = (N::n, N::bytes);
     if !r.config.engine.runs_autocast(&b) {
         return (Term::zero(), Term::zero());
     }
@@ -208,14 +218,15 @@ pub(crate) fn lora_base_format(r: &Resolved, lora: &Lora) -> WeightFormat {
 /// format, sharded and gathered as the engine shards and gathers weights (no gradients, no
 /// optimizer states). Returns the states (weights: the frozen base), the adapter weights,
 /// and the adapters' counts (for their autocast copies).
-fn lora_states(
+fn lora_states<N: EngineNum>(
     r: &Resolved,
     st: &Stage,
     base: &RankParams,
     lora: &Lora,
     targets: &crate::lora::Targets,
     persistence: u64,
-) -> (States, Term, RankParams, StateBytes) {
+) -> (States<N>, Term<N>, RankParams, StateBytes) {
+    let n = N::n;
     let engine = r.config.engine.model();
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
@@ -266,13 +277,13 @@ fn lora_states(
     let adapters = std::mem::replace(&mut s.weights, Term::zero());
     let adapters = Term::new(
         adapters.expr,
-        crate::term::source!(
+        crate::term::source!(N;
             "PEFT LoRA (Hu et al. 2021): A (r x in) and B (out x r) per targeted module; {}",
             adapters.source
         ),
     );
     let format = lora_base_format(r, lora);
-    let frozen = stage_weights(
+    let frozen: Term<N> = stage_weights(
         r,
         st,
         Storage {
@@ -287,12 +298,12 @@ fn lora_states(
     let frozen_bytes = frozen.bytes();
     s.weights = Term::new(
         frozen.expr.div_ceil(n(shard, "GPUs sharing the weights")),
-        crate::term::source!("frozen base model (PEFT LoRA); {}", frozen.source),
+        crate::term::source!(N; "frozen base model (PEFT LoRA); {}", frozen.source),
     );
     if shard > 1 {
         // the frozen base is gathered like full weights (in its stored format)
         s.gathered = Term::new(
-            (engine.gathered_elements(base).label("params gathered")
+            (N::gathered_elements(engine, base).label("params gathered")
                 * n(frozen_bytes, "B of frozen weights"))
             .div_floor(n(base.total(), "params")),
             "the frozen base gathered as the engine gathers weights, in its stored format",
@@ -341,34 +352,35 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
 }
 
 /// The activations of a stage and its layers' transients.
-struct ActivationResult {
+struct ActivationResult<N: Num> {
     /// Every saved activation of every in-flight micro-batch.
-    total: Term,
+    total: Term<N>,
     /// When every forward runs before the first backward: the activations still saved
     /// once the first micro-batch (model chunk) has run its backward.
-    after_first_backward: Term,
+    after_first_backward: Term<N>,
     /// Extra bytes while a layer runs its backward (see `activations::backward_transient`).
-    transient: Expr,
+    transient: N,
     /// Extra bytes while a layer runs its forward (see `activations::forward_transient`).
-    forward_transient: Expr,
+    forward_transient: N,
     /// What one layer keeps for backward when it is not recomputed (its saved tensors
     /// stay alive while its own backward runs); 0 under full recomputation, where the
     /// backward transient holds the recomputed ones.
-    layer_saved: Expr,
+    layer_saved: N,
     /// The layer inputs kept in pinned host memory (`training.activation_offloading`).
-    offloaded: Term,
+    offloaded: Term<N>,
 }
 
-fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
+fn stage_activations<N: Num>(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult<N> {
+    let (n, bytes) = (N::n, N::bytes);
     // the stage's saved activations per micro-batch: a sum built term by term (`+` flattens
     // into one sum, as `Expr::sum` of the list would); the per-layer-kind maxima from
     // fixed slots (dense, MoE, MTP), so that nothing is allocated
-    let mut per = Expr::zero();
-    let mut transients: [Option<Expr>; 3] = Default::default();
-    let mut forward: [Option<Expr>; 3] = Default::default();
-    let mut saved: [Option<Expr>; 2] = Default::default();
+    let mut per = N::zero();
+    let mut transients: [Option<N>; 3] = Default::default();
+    let mut forward: [Option<N>; 3] = Default::default();
+    let mut saved: [Option<N>; 2] = Default::default();
     let offload = r.config.training.activation_offloading;
-    let mut host = Expr::zero();
+    let mut host = N::zero();
     for (i, (kind, count, label)) in [
         (FfnKind::Dense, st.dense_layers, "dense layers"),
         (FfnKind::Moe, st.moe_layers, "MoE layers"),
@@ -387,7 +399,7 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             per = per + n(count, label) * n(one - input, "B per layer on the GPU");
             host = host + n(count, label) * n(input, "B of layer input");
             transients[i] = Some(
-                activations::backward_transient(c, kind) + n(input, "B of the unpacked input"),
+                activations::backward_transient::<N>(c, kind) + n(input, "B of the unpacked input"),
             );
         } else {
             per = per + n(count, label) * n(one, "B per layer");
@@ -487,11 +499,11 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
             .label("other in-flight micro-batches"))
         .floor()
     };
-    let (total, rest) = match pipeline_sends(r, st, c) {
+    let (total, rest) = match pipeline_sends::<N>(r, st, c) {
         Some(sends) => (total + sends.clone(), rest + sends),
         None => (total, rest),
     };
-    let (total, rest) = match pipeline_losses(r, st, c) {
+    let (total, rest) = match pipeline_losses::<N>(r, st, c) {
         Some((all, after)) => (total + all, rest + after),
         None => (total, rest),
     };
@@ -521,7 +533,8 @@ fn stage_activations(r: &Resolved, st: &Stage, c: &ActCtx) -> ActivationResult {
 /// holds one per micro-batch of each model chunk that is not the first virtual stage, less
 /// the one being computed. 1F1B waits for each send before the next one. Megatron's p2p
 /// communication waits for its sends at once.
-fn pipeline_sends(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<Expr> {
+fn pipeline_sends<N: Num>(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let l = &r.layout;
     let pp = l.pipeline_parallel_size;
     if pp == 1 || r.model_code == ModelCode::Megatron {
@@ -556,7 +569,8 @@ fn pipeline_sends(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<Expr> {
 /// saved fp32 log-softmax. The micro-batch in backward is counted by the loss terms.
 /// Returns (every other in-flight one, those after the first backward). Megatron computes
 /// the loss the same way but in vocab-parallel fp32 (not modelled here).
-fn pipeline_losses(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<(Expr, Expr)> {
+fn pipeline_losses<N: Num>(r: &Resolved, st: &Stage, c: &ActCtx) -> Option<(N, N)> {
+    let (n, bytes) = (N::n, N::bytes);
     let l = &r.layout;
     if l.pipeline_parallel_size == 1 || !st.has_head || r.model_code == ModelCode::Megatron {
         return None;
@@ -604,7 +618,8 @@ enum Moment {
     Epilogue,
 }
 
-fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
+fn evaluate_stage<N: EngineNum>(r: &Resolved, st: &Stage) -> StageOutcome<N> {
+    let (n, bytes) = (N::n, N::bytes);
     let engine = r.config.engine.model();
     let persistence = engine.persistence_threshold();
     let p = rank_params(r, st, persistence);
@@ -651,30 +666,28 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         _ => Term::zero(),
     };
     let c = act_ctx(r);
-    let act = stage_activations(r, st, &c);
+    let act = stage_activations::<N>(r, st, &c);
     if !act.offloaded.is_zero() {
         s.cpu = s.cpu.clone() + act.offloaded.clone();
     }
     let loss = if st.has_head {
-        let l = loss_memory(r, &c);
+        let l = loss_memory::<N>(r, &c);
         if st.mtp_layers > 0 {
             // every MTP depth computes its own logits and cross-entropy on the last stage
             // (Megatron-Core process_mtp_loss); each depth's fp32 softmax is kept for its
             // backward
             let depths = 1 + st.mtp_layers;
-            let times = |t: Term| {
-                Term::new(
-                    n(depths, "loss depths main and MTP") * t.expr.label(""),
-                    t.source,
-                )
+            let times = |t: Term<N>| Term {
+                expr: n(depths, "loss depths main and MTP") * t.expr.label(""),
+                source: t.source,
             };
             LossMemory {
                 forward: times(l.forward.clone()),
-                backward: Term::new(
-                    l.backward.expr.clone()
+                backward: Term {
+                    expr: l.backward.expr.clone()
                         + n(st.mtp_layers, "MTP depths") * l.forward.expr.clone().label(""),
-                    l.backward.source.clone(),
-                ),
+                    source: l.backward.source.clone(),
+                },
                 kept: l.kept,
             }
         } else {
@@ -689,7 +702,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     // an absent term, lent where a moment has none
     let none = Term::zero();
     let grads_fwd = if keep_grads { &s.gradients } else { &none };
-    let common = |ph: &mut Phase| {
+    let common = |ph: &mut Phase<N>| {
         ph.put(Component::Weights, &s.weights)
             .put(Component::MasterWeights, &s.master)
             .put(Component::OptimizerStates, &s.optimizer)
@@ -708,9 +721,9 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
         Some(g) if !forwards_first => &g.accumulated,
         _ => &none,
     };
-    let mut fwd = Phase::new(PhaseName::Forward);
+    let mut fwd = Phase::<N>::new(PhaseName::Forward);
     common(&mut fwd);
-    if act.forward_transient.bytes() > loss.forward.bytes() {
+    if act.forward_transient.to_u64() > loss.forward.bytes() {
         fwd.set(
             Component::ForwardTemporaries,
             Term::new(
@@ -775,10 +788,10 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     } else if s.gather_moments.is_some() {
         &none
     } else {
-        head_or_all = Term::new(
-            Expr::min([head_grad.expr.clone(), s.gradients.expr.clone()]),
-            head_grad.source.clone(),
-        );
+        head_or_all = Term {
+            expr: N::min([head_grad.expr.clone(), s.gradients.expr.clone()]),
+            source: head_grad.source.clone(),
+        };
         &head_or_all
     };
     let transient_source = "core/src/activations.rs backward_transient: one layer's gradient intermediates (and under full recomputation its recomputed activations)";
@@ -810,11 +823,11 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
     } else {
         &s.gradients
     };
-    let mut best: Option<Phase> = None;
+    let mut best: Option<Phase<N>> = None;
     for (act_total, acc_on) in scenarios.into_iter().flatten() {
         // the gathered memory of each moment (the sum of two terms): per-moment for FSDP2,
         // else the same throughout
-        let gathered_parts = |m: Moment| -> [&Term; 2] {
+        let gathered_parts = |m: Moment| -> [&Term<N>; 2] {
             let Some(g) = s.gather_moments.as_deref() else {
                 return match m {
                     Moment::Regather => [&none, &none],
@@ -861,7 +874,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                     + autocast_backward.bytes()
                     + grads_last_layer.bytes()
                     + loss.kept.bytes()
-                    + act.transient.bytes()
+                    + act.transient.to_u64()
                     + s.backward_buffers.bytes()
                     + gathered_bytes(Moment::LastLayer),
             ),
@@ -870,8 +883,8 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                 end_grads.bytes()
                     + tied_extra.bytes()
                     + loss.kept.bytes()
-                    + act.transient.bytes()
-                    + act.layer_saved.bytes()
+                    + act.transient.to_u64()
+                    + act.layer_saved.to_u64()
                     + s.backward_buffers.bytes()
                     + gathered_bytes(Moment::End),
             ),
@@ -917,7 +930,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                         Component::BackwardTemporaries,
                         Term::new(
                             act.transient.clone(),
-                            crate::term::source!("the last layer's backward: {transient_source}"),
+                            crate::term::source!(N; "the last layer's backward: {transient_source}"),
                         ),
                     );
             }
@@ -928,7 +941,7 @@ fn evaluate_stage(r: &Resolved, st: &Stage) -> StageOutcome {
                         Component::BackwardTemporaries,
                         Term::new(
                             act.transient.clone() + act.layer_saved.clone(),
-                            crate::term::source!("the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
+                            crate::term::source!(N; "the first layer's backward at the end of backward, with the tensors it saved: {transient_source}"),
                         ),
                     );
             }

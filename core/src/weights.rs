@@ -10,7 +10,7 @@
 use crate::config::WeightFormat;
 use crate::placement::{Stage, for_each_stage_group};
 use crate::problem::Resolved;
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Num, Term};
 
 /// One part of a stored matrix: `unit` bytes (`None`: the count is already bytes) times
 /// `count`, named by `label`.
@@ -141,7 +141,7 @@ pub(crate) struct Storage {
 }
 
 /// The weights one GPU of `stage` holds in `s`'s format, quantization constants included.
-pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
+pub(crate) fn stage_weights<N: Num>(r: &Resolved, st: &Stage, s: Storage) -> Term<N> {
     let tp = r.layout.tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let unq = unquantized_bytes(s.format);
@@ -178,9 +178,9 @@ pub(crate) fn stage_weights(r: &Resolved, st: &Stage, s: Storage) -> Term {
             add((Some(unq), numel, unq_label), times);
         }
     });
-    let expr = Expr::sum(parts.into_iter().map(|(unit, count, label)| match unit {
-        Some(u) => bytes(u) * n(count, label),
-        None => n(count, label),
+    let expr = N::sum(parts.into_iter().map(|(unit, count, label)| match unit {
+        Some(u) => N::bytes(u) * N::n(count, label),
+        None => N::n(count, label),
     }));
     let source = if plain {
         "parameter elements of this GPU (core/src/model.rs inventory, split by TP, PP and EP) x bytes per element"

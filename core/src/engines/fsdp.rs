@@ -8,7 +8,7 @@ use crate::error::Errors;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
-use crate::term::Expr;
+use crate::term::{Expr, Num, Value};
 
 /// FSDP1's option keys (besides `fsdp_version`).
 const FSDP1_KEYS: &[&str] = &[
@@ -113,11 +113,10 @@ impl EngineModel for FsdpOptions {
         }
     }
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
-        if self.fsdp_version == 1 {
-            self.states1(r, p, b)
-        } else {
-            self.states2(r, p, b)
-        }
+        self.states_of(r, p, b)
+    }
+    fn states_value(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value> {
+        self.states_of(r, p, b)
     }
     fn weight_shard(&self, l: &Layout) -> u64 {
         if self.fsdp_version == 1 {
@@ -127,11 +126,10 @@ impl EngineModel for FsdpOptions {
         }
     }
     fn gathered_elements(&self, p: &RankParams) -> Expr {
-        if self.fsdp_version == 1 {
-            self.unsharded1(p)
-        } else {
-            self.unsharded2(p)
-        }
+        self.unsharded(p)
+    }
+    fn gathered_elements_value(&self, p: &RankParams) -> Value {
+        self.unsharded(p)
     }
     fn compute_bytes(&self, precision: Precision, weight_bytes: u64) -> Option<u64> {
         self.param_dtype
@@ -208,6 +206,25 @@ impl EngineModel for FsdpOptions {
             gather_ops: super::Collectives::Units,
             reduce_ops: super::Collectives::Units,
             float8_gather: self.fsdp_version == 2 && self.float8_all_gather,
+        }
+    }
+}
+
+impl FsdpOptions {
+    /// The model states of the FSDP version in use (see [`EngineModel::states`]).
+    fn states_of<N: Num>(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<N> {
+        if self.fsdp_version == 1 {
+            self.states1(r, p, b)
+        } else {
+            self.states2(r, p, b)
+        }
+    }
+    /// Parameter elements unsharded at once (see [`EngineModel::gathered_elements`]).
+    fn unsharded<N: Num>(&self, p: &RankParams) -> N {
+        if self.fsdp_version == 1 {
+            self.unsharded1(p)
+        } else {
+            self.unsharded2(p)
         }
     }
 }

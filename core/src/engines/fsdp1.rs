@@ -9,7 +9,7 @@ use crate::limits;
 use crate::placement::RankParams;
 use crate::precision::StateBytes;
 use crate::problem::{Layout, Resolved};
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Num, Term};
 
 impl FsdpOptions {
     /// The FSDP1 sharding strategy (default `FULL_SHARD`).
@@ -31,14 +31,15 @@ impl FsdpOptions {
     /// Parameter elements unsharded at once: the root unit (embeddings, final norm, head),
     /// not resharded after forward, plus the current and the prefetched decoder-layer unit;
     /// with SHARD_GRAD_OP every unit from forward to backward.
-    pub(super) fn unsharded1(&self, p: &RankParams) -> Expr {
+    pub(super) fn unsharded1<N: Num>(&self, p: &RankParams) -> N {
+        let n = N::n;
         match self.strategy() {
             ShardingStrategy::FullShard | ShardingStrategy::HybridShard => {
                 n(p.root, "params of the root unit")
                     + n(2, "units") * n(p.largest_layer, "params of the largest layer")
             }
             ShardingStrategy::ShardGradOp => n(p.total(), "params"),
-            ShardingStrategy::NoShard => Expr::zero(),
+            ShardingStrategy::NoShard => N::zero(),
         }
     }
     pub(super) fn validate1(&self, layout: Option<&Layout>, e: &mut Errors) {
@@ -62,7 +63,8 @@ impl FsdpOptions {
             }
         }
     }
-    pub(super) fn states1(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+    pub(super) fn states1<N: Num>(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<N> {
+        let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
         let group = self.group1(l);
         let label = "GPUs in the shard group";
@@ -70,8 +72,8 @@ impl FsdpOptions {
         // all-gathers units in MixedPrecision param_dtype (2 bytes under AMP / bf16).
         let compute = self.param_bytes(r.config.training.precision, b.weight);
         let params = || n(p.total(), "params");
-        let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
-        let strategy = crate::term::source!("FSDP {}", self.strategy().name());
+        let (opt_dense, opt_expert): (N, N) = super::optimizer_states(r, p, b);
+        let strategy = crate::term::source!(N; "FSDP {}", self.strategy().name());
         let mut s = States::default();
         if self.cpu_offload {
             // CPUOffload(offload_params=True): the shards of parameters, gradients and
@@ -88,22 +90,22 @@ impl FsdpOptions {
                 "torch.distributed.fsdp CPUOffload(offload_params=True): parameter, gradient and optimizer-state shards in CPU memory",
             );
         } else {
-            let source = crate::term::source!(
+            let source = crate::term::source!(N;
                 "{strategy}: sharded over the shard group; {}",
-                super::regime_source(r)
+                super::regime_source::<N>(r)
             );
             s.weights = Term::new(
                 shard(bytes(b.weight) * params(), group, label),
                 source.clone(),
             );
             s.gradients = Term::new(
-                shard(super::grad_bytes(b) * params(), group, label),
+                shard(super::grad_bytes::<N>(b) * params(), group, label),
                 source.clone(),
             );
             s.master = Term::new(shard(bytes(b.master) * params(), group, label), source);
             s.optimizer = Term::new(
                 shard(opt_dense + opt_expert, group, label),
-                crate::term::source!("{strategy}: sharded; {}", super::optimizer_source(r)),
+                crate::term::source!(N; "{strategy}: sharded; {}", super::optimizer_source(r)),
             );
             s.step_temporaries = Term::new(
                 shard(
@@ -116,14 +118,14 @@ impl FsdpOptions {
         }
         s.gathered = Term::new(
             bytes(compute) * self.unsharded1(p),
-            crate::term::source!(
+            crate::term::source!(N;
                 "{strategy} (FSDP1): root unit not resharded after forward; BACKWARD_PRE prefetch of the next unit; units all-gathered in MixedPrecision param_dtype"
             ),
         );
         if group > 1 {
             s.gathered_grads = Term::new(
                 bytes(compute) * n(p.largest_layer, "params of the largest layer"),
-                crate::term::source!(
+                crate::term::source!(N;
                     "{strategy}: unsharded gradients of the unit being reduce-scattered"
                 ),
             );

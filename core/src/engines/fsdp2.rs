@@ -31,7 +31,7 @@ use crate::model::FfnKind;
 use crate::placement::{Dim0, RankParams};
 use crate::precision::StateBytes;
 use crate::problem::{Layout, Resolved};
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Num, Term};
 
 const SHARD_SOURCE: &str = "torch fully_shard (_fsdp_param.py _init_sharded_param): each parameter sharded on dim 0, ceil(dim0 / shard ranks) rows per rank, padded";
 
@@ -116,7 +116,8 @@ impl FsdpOptions {
 
     /// Elements unsharded at once in backward: the root, the layer running and the one
     /// prefetched; without resharding after forward every layer.
-    pub(super) fn unsharded2(&self, p: &RankParams) -> Expr {
+    pub(super) fn unsharded2<N: Num>(&self, p: &RankParams) -> N {
+        let n = N::n;
         n(p.root, "params of the root unit")
             + n(2, "units") * n(p.largest_layer, "params of the largest layer")
     }
@@ -139,7 +140,14 @@ impl FsdpOptions {
     /// held unsharded and kept after forward in 1 byte per element (torchao
     /// `fsdp_post_all_gather` wraps the gathered float8 data itself); their gradients, and
     /// everything else, keep `param_dtype`.
-    fn moments(&self, r: &Resolved, p: &RankParams, param: u64, reduce: u64) -> GatherMoments {
+    fn moments<N: Num>(
+        &self,
+        r: &Resolved,
+        p: &RankParams,
+        param: u64,
+        reduce: u64,
+    ) -> GatherMoments<N> {
+        let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
         let (g, eg) = (self.group2(l), self.expert_group2(l));
         let unsharded = |which: Which| padded(p, which, g, eg, true);
@@ -358,7 +366,8 @@ impl FsdpOptions {
         }
     }
 
-    pub(super) fn states2(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+    pub(super) fn states2<N: Num>(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<N> {
+        let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
         let precision = r.config.training.precision;
         let (g, eg) = (self.group2(l), self.expert_group2(l));
@@ -366,7 +375,7 @@ impl FsdpOptions {
         let reduce = self.reduce_bytes(precision, b.weight);
         let sharded = padded(p, Which::All, g, eg, false);
         let sharded_n = || n(sharded, "params in padded shards");
-        let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
+        let (opt_dense, opt_expert): (N, N) = super::optimizer_states(r, p, b);
         let mut s = States::default();
         if self.cpu_offload {
             s.cpu = Term::new(
@@ -395,7 +404,7 @@ impl FsdpOptions {
             };
             s.optimizer = Term::new(
                 optimizer,
-                crate::term::source!(
+                crate::term::source!(N;
                     "optimizer states of the sharded parameters; {}",
                     super::optimizer_source(r)
                 ),
@@ -407,8 +416,8 @@ impl FsdpOptions {
         }
         s.gather_moments = Some(Box::new(self.moments(r, p, param, reduce)));
         s.unsharded_accumulation = self.no_sync(r);
-        // report text: a numeric estimate (`term::numeric`) builds none
-        if !crate::term::is_numeric()
+        // report text: a numeric estimate builds none
+        if N::REPORT
             && let Some(w) = expert_padding_warning(r, p, eg, b)
         {
             s.warnings.push(w);

@@ -9,7 +9,7 @@ use crate::error::Errors;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Expr, Num, Term, Value};
 
 impl EngineModel for MegatronOptions {
     fn kind(&self) -> &'static str {
@@ -35,55 +35,19 @@ impl EngineModel for MegatronOptions {
     }
     fn validate(&self, _: Sizes, _: Option<&Layout>, _: &mut Errors) {}
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
-        let l = &r.layout;
-        // the distributed optimizer shards master weights and optimizer states over the
-        // data-parallel group with context parallelism; routed experts over the
-        // expert-data-parallel group (Megatron-Core distributed/param_and_grad_buffer.py)
-        let (dense_shard, expert_shard) = if self.distributed_optimizer {
-            (l.shard_group(), l.expert_shard_group())
-        } else {
-            (1, 1)
-        };
-        let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
-        let source = if self.distributed_optimizer {
-            "Megatron-LM theoretical_memory_usage.py: 6 + 12/DP bytes per parameter with the distributed optimizer (DP counts the context-parallel ranks: data_parallel_group_with_cp)"
-        } else {
-            "Megatron-LM theoretical_memory_usage.py: 18 bytes per parameter"
-        };
-        let regime = super::regime_source(r);
-        States {
-            weights: Term::new(
-                bytes(b.weight) * n(p.total(), "params")
-                    + bytes(b.fp8_weight_cache) * n(p.linear, "linear weights cached in fp8"),
-                regime.clone(),
-            ),
-            gradients: Term::new(bytes(b.grad) * n(p.total(), "params"), regime),
-            master: Term::new(
-                shard(
-                    bytes(b.master) * n(p.dense, "dense params"),
-                    dense_shard,
-                    "data-parallel ranks",
-                ) + shard(
-                    bytes(b.master) * n(p.expert, "expert params"),
-                    expert_shard,
-                    "expert-data-parallel ranks",
-                ),
-                source,
-            ),
-            optimizer: Term::new(
-                shard(opt_dense, dense_shard, "data-parallel ranks")
-                    + shard(opt_expert, expert_shard, "expert-data-parallel ranks"),
-                crate::term::source!("{source}; {}", super::optimizer_source(r)),
-            ),
-            grads_persistent: true,
-            ..States::default()
-        }
+        self.states_of(r, p, b)
+    }
+    fn states_value(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value> {
+        self.states_of(r, p, b)
     }
     fn weight_shard(&self, _: &Layout) -> u64 {
         1
     }
     fn gathered_elements(&self, _: &RankParams) -> Expr {
         Expr::zero()
+    }
+    fn gathered_elements_value(&self, _: &RankParams) -> Value {
+        Value::zero()
     }
     fn autocast(&self) -> bool {
         false
@@ -131,6 +95,56 @@ impl EngineModel for MegatronOptions {
             gather_ops: buckets,
             reduce_ops: buckets,
             float8_gather: false,
+        }
+    }
+}
+
+impl MegatronOptions {
+    /// The engine's model states (see [`EngineModel::states`]).
+    fn states_of<N: Num>(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<N> {
+        let (n, bytes) = (N::n, N::bytes);
+        let l = &r.layout;
+        // the distributed optimizer shards master weights and optimizer states over the
+        // data-parallel group with context parallelism; routed experts over the
+        // expert-data-parallel group (Megatron-Core distributed/param_and_grad_buffer.py)
+        let (dense_shard, expert_shard) = if self.distributed_optimizer {
+            (l.shard_group(), l.expert_shard_group())
+        } else {
+            (1, 1)
+        };
+        let (opt_dense, opt_expert): (N, N) = super::optimizer_states(r, p, b);
+        let source = if self.distributed_optimizer {
+            "Megatron-LM theoretical_memory_usage.py: 6 + 12/DP bytes per parameter with the distributed optimizer (DP counts the context-parallel ranks: data_parallel_group_with_cp)"
+        } else {
+            "Megatron-LM theoretical_memory_usage.py: 18 bytes per parameter"
+        };
+        let regime = super::regime_source::<N>(r);
+        States {
+            weights: Term::new(
+                bytes(b.weight) * n(p.total(), "params")
+                    + bytes(b.fp8_weight_cache) * n(p.linear, "linear weights cached in fp8"),
+                regime.clone(),
+            ),
+            gradients: Term::new(bytes(b.grad) * n(p.total(), "params"), regime),
+            master: Term::new(
+                shard(
+                    bytes(b.master) * n(p.dense, "dense params"),
+                    dense_shard,
+                    "data-parallel ranks",
+                ) + shard(
+                    bytes(b.master) * n(p.expert, "expert params"),
+                    expert_shard,
+                    "expert-data-parallel ranks",
+                ),
+                source,
+            ),
+            optimizer: Term::new(
+                shard(opt_dense, dense_shard, "data-parallel ranks")
+                    + shard(opt_expert, expert_shard, "expert-data-parallel ranks"),
+                crate::term::source!(N; "{source}; {}", super::optimizer_source(r)),
+            ),
+            grads_persistent: true,
+            ..States::default()
         }
     }
 }

@@ -21,55 +21,55 @@ use crate::error::Errors;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
-use crate::term::{Expr, Term};
+use crate::term::{Expr, Num, Term, Value};
 
 /// Gathered parameters and gradient buffers of an engine that all-gathers unit by unit
 /// (FSDP2), at each moment of a step the estimate evaluates. Each term holds everything
 /// unsharded at that moment: parameters, all-gather and reduce-scatter buffers, unsharded
 /// gradients (the sharded ones are `States::gradients`).
 #[derive(Debug, Clone)]
-pub(crate) struct GatherMoments {
+pub(crate) struct GatherMoments<N: Num> {
     /// Forward, when the first decoder layer is all-gathered (before any activation).
-    pub forward_start: Term,
+    pub forward_start: Term<N>,
     /// The end of forward (the loss).
-    pub forward_end: Term,
+    pub forward_end: Term<N>,
     /// The start of backward (the loss differentiated).
-    pub backward_start: Term,
+    pub backward_start: Term<N>,
     /// Before the loss is differentiated, a root resharded after forward is all-gathered
     /// again (FSDP2 with an int `reshard_after_forward`).
-    pub regather: Option<Term>,
+    pub regather: Option<Term<N>>,
     /// A decoder layer's backward.
-    pub layer_backward: Term,
+    pub layer_backward: Term<N>,
     /// The end of backward (the root unit's reduce-scatter).
-    pub backward_end: Term,
+    pub backward_end: Term<N>,
     /// Gradients accumulated unsharded over earlier micro-batches (pipeline parallelism
     /// without gradient sync), alive at every moment once the first backward has run.
-    pub accumulated: Term,
+    pub accumulated: Term<N>,
 }
 
 /// Model-state and buffer memory of one GPU, as an engine keeps it.
 #[derive(Debug, Clone)]
-pub(crate) struct States {
-    pub weights: Term,
-    pub gradients: Term,
-    pub master: Term,
-    pub optimizer: Term,
+pub(crate) struct States<N: Num = Expr> {
+    pub weights: Term<N>,
+    pub gradients: Term<N>,
+    pub master: Term<N>,
+    pub optimizer: Term<N>,
     /// Unsharded parameters alive at once (ZeRO-3, FSDP).
-    pub gathered: Term,
+    pub gathered: Term<N>,
     /// Unsharded gradients of the unit being reduce-scattered (FSDP), during backward.
-    pub gathered_grads: Term,
+    pub gathered_grads: Term<N>,
     /// Per-moment gathered memory (FSDP2), replacing `gathered` and `gathered_grads`.
-    pub gather_moments: Option<Box<GatherMoments>>,
-    pub comm: Term,
+    pub gather_moments: Option<Box<GatherMoments<N>>>,
+    pub comm: Term<N>,
     /// The gradients at the optimizer step when they differ from `gradients` (DeepSpeed
     /// ZeRO-1 keeps whole gradients through backward, its partition for the step).
-    pub step_gradients: Option<Term>,
+    pub step_gradients: Option<Term<N>>,
     /// Buffers alive at the end of backward only (DeepSpeed ZeRO-1's gradient partition
     /// built by the epilogue).
-    pub end_of_backward: Term,
+    pub end_of_backward: Term<N>,
     /// Buffers alive during backward only (DeepSpeed ZeRO 1-2 gradient buckets).
-    pub backward_buffers: Term,
-    pub step_temporaries: Term,
+    pub backward_buffers: Term<N>,
+    pub step_temporaries: Term<N>,
     /// Gradient memory exists already in the forward pass of a step (persistent buffers).
     pub grads_persistent: bool,
     /// Across micro-batches the engine accumulates unsharded gradients (counted in its
@@ -79,12 +79,12 @@ pub(crate) struct States {
     /// the result).
     pub warnings: Vec<String>,
     /// CPU memory per node.
-    pub cpu: Term,
+    pub cpu: Term<N>,
     /// NVMe space per node.
-    pub nvme: Term,
+    pub nvme: Term<N>,
 }
 
-impl Default for States {
+impl<N: Num> Default for States<N> {
     fn default() -> Self {
         States {
             weights: Term::zero(),
@@ -225,13 +225,19 @@ pub(crate) trait EngineModel {
     /// Checks the engine's options against the layout (`layout` is `None` when the GPU
     /// count could not be resolved).
     fn validate(&self, sizes: Sizes, layout: Option<&Layout>, e: &mut Errors);
-    /// Model states of one GPU holding `p`, with `b` bytes per element.
-    fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States;
+    /// Model states of one GPU holding `p`, with `b` bytes per element, for the report
+    /// (each engine writes them once, generic over [`Num`]; [`EngineNum::states`] picks
+    /// this or [`EngineModel::states_value`]).
+    fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Expr>;
+    /// The same states on the numeric path.
+    fn states_value(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value>;
     /// GPUs one copy of the weights is spread over.
     fn weight_shard(&self, l: &Layout) -> u64;
     /// Parameter elements gathered at once when the weights are sharded (LoRA's frozen
-    /// base is gathered like full weights).
+    /// base is gathered like full weights), for the report.
     fn gathered_elements(&self, p: &RankParams) -> Expr;
+    /// The same elements on the numeric path.
+    fn gathered_elements_value(&self, p: &RankParams) -> Value;
     /// Bytes per element of activations when the engine computes in another dtype than the
     /// precision regime's (FSDP `param_dtype`); `None`: the regime's.
     fn compute_bytes(
@@ -501,22 +507,49 @@ impl Engine {
 /// Every `engine.type`, in display order.
 pub const ENGINES: &[&str] = &["ddp", "deepspeed", "fsdp", "megatron", "megatron_deepspeed"];
 
+/// The number types the engines' states are computed with ([`Num`]): each picks the
+/// [`EngineModel`] method of its own (a trait object has no generic methods).
+pub(crate) trait EngineNum: Num {
+    /// [`EngineModel::states`] or [`EngineModel::states_value`].
+    fn states(e: &dyn EngineModel, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Self>;
+    /// [`EngineModel::gathered_elements`] or [`EngineModel::gathered_elements_value`].
+    fn gathered_elements(e: &dyn EngineModel, p: &RankParams) -> Self;
+}
+
+impl EngineNum for Expr {
+    fn states(e: &dyn EngineModel, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+        e.states(r, p, b)
+    }
+    fn gathered_elements(e: &dyn EngineModel, p: &RankParams) -> Expr {
+        e.gathered_elements(p)
+    }
+}
+
+impl EngineNum for Value {
+    fn states(e: &dyn EngineModel, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value> {
+        e.states_value(r, p, b)
+    }
+    fn gathered_elements(e: &dyn EngineModel, p: &RankParams) -> Value {
+        e.gathered_elements_value(p)
+    }
+}
+
 /// `ceil(x / shards)`, the share of `x` one of `shards` GPUs holds, labelled.
-pub(crate) fn shard(x: Expr, shards: u64, label: &'static str) -> Expr {
-    x.div_ceil(crate::term::n(shards, label))
+pub(crate) fn shard<N: Num>(x: N, shards: u64, label: &'static str) -> N {
+    x.div_ceil(N::n(shards, label))
 }
 
 /// The source line of the precision regime's bytes per element.
-pub(crate) fn regime_source(r: &Resolved) -> std::borrow::Cow<'static, str> {
-    crate::term::source!(
+pub(crate) fn regime_source<N: Num>(r: &Resolved) -> std::borrow::Cow<'static, str> {
+    crate::term::source!(N;
         "precision table (core/src/precision.rs): {}",
         crate::precision::describe(r.config.training.precision, r.framework)
     )
 }
 
 /// Bytes per gradient element: the gradient dtype plus an fp32 accumulation buffer.
-pub(crate) fn grad_bytes(b: StateBytes) -> Expr {
-    use crate::term::{bytes, n};
+pub(crate) fn grad_bytes<N: Num>(b: StateBytes) -> N {
+    let (n, bytes) = (N::n, N::bytes);
     if b.grad_accum > 0 {
         (bytes(b.grad) + n(b.grad_accum, "B fp32 accumulation")).label("")
     } else {
@@ -525,7 +558,7 @@ pub(crate) fn grad_bytes(b: StateBytes) -> Expr {
 }
 
 /// Optimizer-state bytes of the dense and of the expert tensors, unsharded.
-pub(crate) fn optimizer_states(r: &Resolved, p: &RankParams, b: StateBytes) -> (Expr, Expr) {
+pub(crate) fn optimizer_states<N: Num>(r: &Resolved, p: &RankParams, b: StateBytes) -> (N, N) {
     let layout = r.config.training.optimizer.info().layout;
     (
         p.opt_dense.expr(layout, b.state),
@@ -540,12 +573,12 @@ pub(crate) fn optimizer_source(r: &Resolved) -> &'static str {
 
 /// The PyTorch optimizer step's temporaries over `params` elements (see
 /// [`crate::optimizer::step_temporaries`]).
-pub(crate) fn torch_step_temporaries(
+pub(crate) fn torch_step_temporaries<N: Num>(
     r: &Resolved,
     p: &RankParams,
     b: StateBytes,
     params: u64,
-) -> Expr {
+) -> N {
     let t = &r.config.training;
     crate::optimizer::step_temporaries(
         t.optimizer.info(),

@@ -10,7 +10,7 @@ use crate::limits;
 use crate::placement::RankParams;
 use crate::precision::{Framework, StateBytes};
 use crate::problem::{Layout, Resolved};
-use crate::term::{Expr, Term, bytes, n};
+use crate::term::{Expr, Num, Term, Value};
 
 /// The options of both ZeRO engines (`ds_config.json` `zero_optimization` names).
 const ZERO_KEYS: &[&str] = &[
@@ -246,28 +246,30 @@ impl ZeroOptions {
     /// Everything is bounded by `stage3_max_live_parameters` but never below one whole
     /// module, and never more than the GPU's parameters. Only the bounds that bind are
     /// written.
-    fn live_elements(&self, p: &RankParams) -> Expr {
+    fn live_elements<N: Num>(&self, p: &RankParams) -> N {
+        let n = N::n;
         let largest = || n(p.largest_module, "params of the largest module");
         let ahead = largest() + n(self.stage3_prefetch_bucket_size, "prefetched");
         let reuse = self.stage3_max_reuse_distance;
-        let mut live = if reuse > ahead.bytes() {
+        let mut live = if reuse > ahead.to_u64() {
             n(reuse, "max reuse distance")
         } else {
             ahead
         };
-        if live.bytes() > self.stage3_max_live_parameters {
-            live = Expr::min([live, n(self.stage3_max_live_parameters, "max live params")]);
+        if live.to_u64() > self.stage3_max_live_parameters {
+            live = N::min([live, n(self.stage3_max_live_parameters, "max live params")]);
         }
-        if live.bytes() < p.largest_module {
-            live = Expr::max([live, largest()]);
+        if live.to_u64() < p.largest_module {
+            live = N::max([live, largest()]);
         }
-        if live.bytes() > p.total() {
-            live = Expr::min([live, n(p.total(), "params")]);
+        if live.to_u64() > p.total() {
+            live = N::min([live, n(p.total(), "params")]);
         }
         live
     }
 
-    fn zero_states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
+    fn zero_states<N: Num>(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<N> {
+        let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
         let stage = self.zero_stage;
         let params = p.total();
@@ -275,7 +277,7 @@ impl ZeroOptions {
         let off_opt = self.offload_optimizer != Offload::None;
         let off_param = self.offload_param != Offload::None && stage == 3;
         let shard_os = stage >= 1;
-        let sharded = |dense: Expr, expert: Expr| {
+        let sharded = |dense: N, expert: N| {
             if shard_os {
                 shard(dense, dp, "data-parallel ranks")
                     + shard(expert, edp, "expert-data-parallel ranks")
@@ -283,8 +285,8 @@ impl ZeroOptions {
                 dense + expert
             }
         };
-        let zero = crate::term::source!("DeepSpeed ZeRO stage {stage}");
-        let regime = super::regime_source(r);
+        let zero = crate::term::source!(N; "DeepSpeed ZeRO stage {stage}");
+        let regime = super::regime_source::<N>(r);
         let mut s = States::default();
         // master weights, optimizer states and the fp32 gradient partition built for the step
         if !off_opt {
@@ -293,14 +295,14 @@ impl ZeroOptions {
                     bytes(b.master) * n(p.dense, "dense params"),
                     bytes(b.master) * n(p.expert, "expert params"),
                 ),
-                crate::term::source!(
+                crate::term::source!(N;
                     "{zero} (ZeRO paper Sec. 3.1): fp32 master weights, sharded from stage 1"
                 ),
             );
-            let (opt_dense, opt_expert) = super::optimizer_states(r, p, b);
+            let (opt_dense, opt_expert): (N, N) = super::optimizer_states(r, p, b);
             s.optimizer = Term::new(
                 sharded(opt_dense, opt_expert),
-                crate::term::source!(
+                crate::term::source!(N;
                     "{zero}: optimizer states sharded from stage 1; {}",
                     super::optimizer_source(r)
                 ),
@@ -323,16 +325,16 @@ impl ZeroOptions {
             let flat = if stage >= 1 {
                 bytes(b.grad) * upcast.clone()
             } else {
-                Expr::zero()
+                N::zero()
             };
             let fp32_grads = if b.master > 0 {
                 bytes(4) * upcast.clone()
             } else {
-                Expr::zero()
+                N::zero()
             };
             let info = r.config.training.optimizer.info();
             let temps = if info.fused_kernel {
-                Expr::zero()
+                N::zero()
             } else {
                 n(info.foreach_temporaries as u64, "temporaries") * bytes(b.state) * upcast
             };
@@ -351,7 +353,10 @@ impl ZeroOptions {
         };
         match stage {
             0 => {
-                s.gradients = Term::new(super::grad_bytes(b) * n(params, "params"), regime.clone());
+                s.gradients = Term::new(
+                    super::grad_bytes::<N>(b) * n(params, "params"),
+                    regime.clone(),
+                );
                 s.grads_persistent = b.grad_accum > 0;
             }
             1 => {
@@ -361,19 +366,19 @@ impl ZeroOptions {
                 // (`averaged_gradients`) for the step
                 s.gradients = Term::new(
                     bytes(b.grad) * n(params, "params"),
-                    crate::term::source!(
+                    crate::term::source!(N;
                         "{zero}: whole gradients until the end of backward (partition_gradients=False)"
                     ),
                 );
                 s.step_gradients = Some(Term::new(
                     partition_grads(),
-                    crate::term::source!(
+                    crate::term::source!(N;
                         "{zero}: this rank's gradient partition (averaged_gradients) at the step"
                     ),
                 ));
                 s.end_of_backward = Term::new(
                     partition_grads(),
-                    crate::term::source!(
+                    crate::term::source!(N;
                         "{zero}: reduce_gradients at the end of backward allocates this rank's gradient partition while the whole gradients still exist"
                     ),
                 );
@@ -384,7 +389,7 @@ impl ZeroOptions {
                 // the first reduced bucket to the step (and over micro-batches)
                 s.gradients = Term::new(
                     partition_grads(),
-                    crate::term::source!(
+                    crate::term::source!(N;
                         "{zero}: gradients sharded from stage 2 (grads_in_partition)"
                     ),
                 );
@@ -394,7 +399,7 @@ impl ZeroOptions {
                 // stage3.py: grad_partitions_flat_buffer, zeros at initialization and kept
                 s.gradients = Term::new(
                     partition_grads(),
-                    crate::term::source!(
+                    crate::term::source!(N;
                         "{zero}: grad_partitions_flat_buffer (this rank's gradient partitions), allocated at initialization"
                     ),
                 );
@@ -459,7 +464,7 @@ impl ZeroOptions {
         if stage == 3 {
             let persistent = p.small;
             let partitioned = if off_param {
-                Expr::zero()
+                N::zero()
             } else {
                 shard(
                     bytes(b.weight)
@@ -475,7 +480,7 @@ impl ZeroOptions {
                             persistent,
                             "params in tensors under stage3_param_persistence_threshold",
                         ),
-                crate::term::source!(
+                crate::term::source!(N;
                     "{zero}: parameters partitioned over the data-parallel ranks, tensors under stage3_param_persistence_threshold kept whole"
                 ),
             );
@@ -493,7 +498,7 @@ impl ZeroOptions {
                 // releasing the module cannot free them: every MoE layer's experts stay
                 // gathered from its forward to its backward (under full recomputation the
                 // checkpointed forward saves nothing)
-                if !crate::term::is_numeric() {
+                if N::REPORT {
                     s.warnings.push(format!(
                     "DeepSpeed ZeRO-3 keeps every MoE layer's gathered experts from its forward to its backward ({} per GPU): transformers' fused expert tensors are saved by grouped_mm's autograd node, which releasing the module cannot free. Recompute activations (training.activation_checkpointing: full) or use FSDP2.",
                     crate::units::fmt_gib(b.weight * p.expert)
@@ -522,7 +527,8 @@ impl ZeroOptions {
     ///   RAM holds the swap buffers: for optimizer states `buffer_count` (4) buffers of one
     ///   fp32 sub-group (`sub_group_size` elements, capped at the partition), for parameters
     ///   `buffer_count` (5) x `buffer_size` (1e8 elements) in half precision, per GPU.
-    fn offload(&self, r: &Resolved, p: &RankParams) -> (Term, Term) {
+    fn offload<N: Num>(&self, r: &Resolved, p: &RankParams) -> (Term<N>, Term<N>) {
+        let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
         let stage = self.zero_stage;
         let total = || n(r.params.total, "params");
@@ -538,7 +544,7 @@ impl ZeroOptions {
             let states = match stage {
                 3 if param => (bytes(18) * total()).over(nodes()),
                 3 if opt => (bytes(16) * total()).over(nodes()),
-                1 | 2 if opt => total() * Expr::max([bytes(4) * n(l.num_gpus, "GPUs"), bytes(16)]),
+                1 | 2 if opt => total() * N::max([bytes(4) * n(l.num_gpus, "GPUs"), bytes(16)]),
                 _ => return (Term::zero(), Term::zero()),
             };
             return (
@@ -551,40 +557,40 @@ impl ZeroOptions {
             // one sub-group (`largest_numel`), or the whole partition when it is smaller
             let elements = match self.packed_sub_group(r, p) {
                 Some(e) => n(e, "elements of the largest sub-group"),
-                None => Expr::min([
+                None => N::min([
                     n(partition, "partition params"),
                     n(self.sub_group_size, "sub_group_size"),
                 ]),
             };
             n(4, "buffers") * bytes(4) * elements
         } else {
-            Expr::zero()
+            N::zero()
         };
         let param_buffers = if nvme_param {
             n(5, "buffers") * n(100_000_000, "buffer_size") * bytes(2)
         } else {
-            Expr::zero()
+            N::zero()
         };
         let cpu_states = if !nvme_opt && opt {
             (bytes(16) * total()).over(nodes()) * buffer_factor()
         } else {
-            Expr::zero()
+            N::zero()
         };
         let cpu = cpu_states
             + n(l.gpus_on_node(), "GPUs on the node") * (opt_buffers + param_buffers).label("");
         let on_nvme = if nvme_opt {
             (bytes(16) * total()).over(nodes())
         } else {
-            Expr::zero()
+            N::zero()
         } + if nvme_param {
             (bytes(2) * total()).over(nodes())
         } else {
-            Expr::zero()
+            N::zero()
         };
         (
             Term::new(
                 cpu.floor(),
-                crate::term::source!("{cpu_source}; {nvme_source}"),
+                crate::term::source!(N; "{cpu_source}; {nvme_source}"),
             ),
             Term::new(on_nvme.floor(), nvme_source),
         )
@@ -638,6 +644,9 @@ impl EngineModel for ZeroOptions {
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
         self.zero_states(r, p, b)
     }
+    fn states_value(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value> {
+        self.zero_states(r, p, b)
+    }
     fn zero_options(&self) -> Option<&ZeroOptions> {
         Some(self)
     }
@@ -649,6 +658,9 @@ impl EngineModel for ZeroOptions {
         }
     }
     fn gathered_elements(&self, p: &RankParams) -> Expr {
+        self.live_elements(p)
+    }
+    fn gathered_elements_value(&self, p: &RankParams) -> Value {
         self.live_elements(p)
     }
     fn persistence_threshold(&self) -> u64 {
@@ -727,6 +739,9 @@ impl EngineModel for MegatronDeepspeedOptions {
     fn states(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States {
         self.0.zero_states(r, p, b)
     }
+    fn states_value(&self, r: &Resolved, p: &RankParams, b: StateBytes) -> States<Value> {
+        self.0.zero_states(r, p, b)
+    }
     fn zero_options(&self) -> Option<&ZeroOptions> {
         Some(&self.0)
     }
@@ -734,6 +749,9 @@ impl EngineModel for MegatronDeepspeedOptions {
         self.0.weight_shard(l)
     }
     fn gathered_elements(&self, p: &RankParams) -> Expr {
+        self.0.live_elements(p)
+    }
+    fn gathered_elements_value(&self, p: &RankParams) -> Value {
         self.0.live_elements(p)
     }
     fn persistence_threshold(&self) -> u64 {

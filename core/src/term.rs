@@ -264,13 +264,14 @@ impl Value {
         if d <= 0 {
             return None;
         }
-        // both fit 64 bits (`small_ints`), `d > 0`: floor division cannot overflow
+        // both fit 64 bits (`small_ints`), `d > 0`: the truncated quotient cannot overflow,
+        // and the remainder's sign tells which way to round it
         let (n, d) = (n as i64, d as i64);
-        let (q, r) = (n.div_euclid(d), n.rem_euclid(d));
-        Some(Value::int(i128::from(if ceil && r != 0 {
-            q + 1
+        let (q, r) = (n / d, n % d);
+        Some(Value::int(i128::from(if ceil {
+            q + i64::from(r > 0)
         } else {
-            q
+            q - i64::from(r < 0)
         })))
     }
     fn floor(self) -> Value {
@@ -907,14 +908,14 @@ impl Num for Value {
         }
         self.div_value(d)
     }
-    #[inline]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     fn div_ceil(self, d: Value) -> Value {
         match self.whole_div(d, true) {
             Some(q) => q,
             None => self.over(d).rounded(Value::ceil),
         }
     }
-    #[inline]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     fn div_floor(self, d: Value) -> Value {
         match self.whole_div(d, false) {
             Some(q) => q,

@@ -30,6 +30,8 @@ pub use crate::precision::ModelCode;
 #[derive(Debug, Clone, Copy)]
 pub struct ActCtx<'a> {
     pub arch: &'a ModelArch,
+    /// `arch`'s family row ([`ModelArch::family`]), looked up once per estimate.
+    pub family: &'static crate::families::Family,
     /// Micro-batch size.
     pub b: u64,
     /// Sequence length held by this GPU (seq_len / context-parallel size).
@@ -181,7 +183,7 @@ fn norm_saved(c: &ActCtx, v: &mut Saves, name: &'static str, elems: u64) {
             NormKind::RmsNorm => {
                 let scaled = if c.lora.is_some() {
                     0
-                } else if c.arch.norm_scales_in_fp32() {
+                } else if c.family.norm_scales_in_fp32 {
                     4
                 } else {
                     c.residual
@@ -411,7 +413,7 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Saves) {
     if eager {
         if !selective {
             let s2 = c.score_elems();
-            if a.gpt_oss_blocks() {
+            if c.family.gpt_oss_blocks {
                 // gpt-oss eager_attention_forward: the sink column joins the scores, the
                 // row max is subtracted (max keeps its int64 indices), softmax runs in the
                 // combined dtype (fp32 when the fp32 sinks or mask join half scores) and
@@ -426,7 +428,7 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Saves) {
                 // the half copy the second matmul keeps (one tensor when already fp32).
                 let half_copy = if c.act < 4 { s2 * c.act } else { 0 };
                 push(v, "attention_probs", s2 * 4 + half_copy);
-                if a.logit_softcapping() {
+                if c.family.logit_softcapping {
                     // tanh(scores / cap), kept by tanh's backward
                     push(v, "softcap_tanh", s2 * c.act);
                 }
@@ -450,7 +452,7 @@ fn hf_attention_saved(c: &ActCtx, v: &mut Saves) {
     // (b, s, h, d) after elementwise rotary, so transpose + reshape is a view of the
     // tensor already kept above; eager attention's output and that of models whose
     // rotary concatenates are (b, h, s, d) and `.transpose(1, 2).contiguous()` copies
-    let own_copy = if eager || a.rotary_concatenates() {
+    let own_copy = if eager || a.rotates_by_concatenation(c.family) {
         o_elems * c.linear_input
     } else {
         0
@@ -515,7 +517,7 @@ fn mlp_saved_split(c: &ActCtx, v: &mut Saves, t: u64, inter: u64, input_shared: 
             let down_input = lora_input(c, down, t, i).unwrap_or(t * i * c.linear_input);
             match a.mlp {
                 // gate (act input), act(gate), up (mul inputs), product (down_proj input)
-                MlpKind::Gated if a.gpt_oss_blocks() => {
+                MlpKind::Gated if c.family.gpt_oss_blocks => {
                     // gpt-oss `_apply_gate`: gate_up output (2I), clamped gate, its
                     // sigmoid, up + 1 and their product (I each), and the down input
                     push(v, "gated_mlp", t * i * 6 * c.act + down_input)
@@ -548,7 +550,7 @@ fn moe_saved(c: &ActCtx, v: &mut Saves) {
         shared_linear_input(c, t * h, 1)
     };
     push(v, "router", router_input + t * m.num_experts * 4);
-    if a.router_fp32() && c.code == ModelCode::Transformers {
+    if c.family.router_fp32 && c.code == ModelCode::Transformers {
         // DeepSeek's gate: fp32 copies of the half input and router weight, kept by the
         // fp32 linear (an fp32 model's `.type(float32)` returns the tensors themselves;
         // under autocast the linear casts both back to half, counted with the other
@@ -702,7 +704,7 @@ fn compiled_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
     value_saved(c, v, q_elems + k_elems, v_elems);
     push(v, "attention_output", o_elems * c.act);
     push(v, "attention_lse", c.b * heads * c.s * 4);
-    if a.rotary_concatenates() {
+    if a.rotates_by_concatenation(c.family) {
         push(v, "o_proj_input", o_elems * c.linear_input);
     }
     let parallel = a.parallel_attention;
@@ -787,7 +789,7 @@ fn op_sac_saved_into(c: &ActCtx, kind: FfnKind, v: &mut Saves) {
             TpSplit::Column | TpSplit::Vocab => out_features.div_ceil(c.tp),
             _ => out_features,
         };
-        let elem = if g.part == Part::Router && a.router_fp32() && !c.autocast {
+        let elem = if g.part == Part::Router && c.family.router_fp32 && !c.autocast {
             4
         } else {
             c.act
@@ -995,6 +997,7 @@ mod tests {
     ) -> ActCtx<'_> {
         ActCtx {
             arch,
+            family: arch.family(),
             b: 1,
             s: 2048,
             s_full: 2048,

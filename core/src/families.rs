@@ -399,7 +399,11 @@ impl ModelArch {
     }
     /// See [`Family::rotary_concatenates`] (learned position tables never rotate).
     pub fn rotary_concatenates(&self) -> bool {
-        self.learned_position_embeddings == 0 && self.family().rotary_concatenates
+        self.rotates_by_concatenation(self.family())
+    }
+    /// [`ModelArch::rotary_concatenates`] with the family row `f` looked up already.
+    pub fn rotates_by_concatenation(&self, f: &Family) -> bool {
+        self.learned_position_embeddings == 0 && f.rotary_concatenates
     }
     /// The family's module names.
     pub fn names(&self) -> &'static Names {

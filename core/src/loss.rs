@@ -86,7 +86,7 @@ pub(crate) fn loss_memory<N: Num>(r: &Resolved, c: &ActCtx) -> LossMemory<N> {
                 0
             };
             let upcast = if fp32 { 0 } else { 4 } + lp_copy;
-            let softcap = if r.arch.logit_softcapping() { held } else { 0 };
+            let softcap = if c.family.logit_softcapping { held } else { 0 };
             let source = "transformers loss_utils.py ForCausalLMLoss: logits, their fp32 upcast and log_softmax; backward adds the nll and log_softmax gradients (Gemma-2: tanh softcapping kept)";
             let held_bytes = || bytes(held) + n(softcap, "B softcapped");
             LossMemory {

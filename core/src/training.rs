@@ -324,6 +324,7 @@ fn act_ctx(r: &Resolved) -> ActCtx<'_> {
         .is_some_and(|lo| lora_base_format(r, lo) != WeightFormat::Fp32);
     ActCtx {
         arch: &r.arch,
+        family: r.arch.family(),
         b: t.micro_batch_size,
         s: t.seq_len / l.context_parallel_size,
         s_full: t.seq_len,

@@ -535,6 +535,7 @@ impl EngineNum for Value {
 }
 
 /// `ceil(x / shards)`, the share of `x` one of `shards` GPUs holds, labelled.
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 pub(crate) fn shard<N: Num>(x: N, shards: u64, label: &'static str) -> N {
     x.div_ceil(N::n(shards, label))
 }

@@ -259,10 +259,25 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
     let ep = r.layout.expert_parallel_size;
     let layout = r.config.training.optimizer.info().layout;
     let inv = &r.inventory;
+    // a weight per group, the root's groups at most twice (a last stage's tied embedding),
+    // and with MTP modules a decoder layer's, their norms and projection and the embedding
+    // again: a small model's list stays within the allocator's fast size classes
+    let mtp = if stage.mtp_layers > 0 {
+        inv.dense_layer.len().max(inv.moe_layer.len()) + 4 + inv.model.len()
+    } else {
+        0
+    };
+    // a bias per group too where the model has biases
+    let a = &r.arch;
+    let biased = a.qkv_bias
+        || a.o_bias
+        || a.mlp_bias
+        || a.lm_head_bias
+        || a.norm == crate::model::NormKind::LayerNorm;
     let mut p = RankParams {
-        // a weight and a bias per group, at most
         tensors: Vec::with_capacity(
-            (inv.dense_layer.len() + inv.moe_layer.len() + inv.model.len() * 2) * 2,
+            (inv.dense_layer.len() + inv.moe_layer.len() + inv.model.len() * 2 + mtp)
+                * if biased { 2 } else { 1 },
         ),
         ..RankParams::default()
     };

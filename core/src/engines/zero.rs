@@ -194,14 +194,20 @@ impl ZeroOptions {
             open: 0,
             largest: 0,
         };
-        let walk = |sub: &mut SubGroups, which: &dyn Fn(&Dim0) -> bool| {
-            for t in p.tensors.iter().filter(|t| which(t)) {
+        // the tensors `which` selects, in order, each `count` times
+        fn walk(
+            sub: &mut SubGroups,
+            tensors: &[Dim0],
+            part: impl Fn(&Dim0) -> u64,
+            which: impl Fn(&Dim0) -> bool,
+        ) {
+            for t in tensors.iter().filter(|t| which(t)) {
                 let x = part(t);
                 for _ in 0..t.count {
                     sub.add(x);
                 }
             }
-        };
+        }
         let mut totals = [0u64; 2];
         for t in &p.tensors {
             match t.layer {
@@ -210,7 +216,7 @@ impl ZeroOptions {
                 None => {}
             }
         }
-        walk(&mut sub, &|t| t.embedding);
+        walk(&mut sub, &p.tensors, part, |t| t.embedding);
         let layers = a.num_hidden_layers;
         let mut i = 0;
         while i < layers {
@@ -228,11 +234,13 @@ impl ZeroOptions {
                 sub.open += fit * total;
                 i += fit;
             } else {
-                walk(&mut sub, &|t| t.layer == Some(kind));
+                walk(&mut sub, &p.tensors, part, |t| t.layer == Some(kind));
                 i += 1;
             }
         }
-        walk(&mut sub, &|t| t.layer.is_none() && !t.embedding);
+        walk(&mut sub, &p.tensors, part, |t| {
+            t.layer.is_none() && !t.embedding
+        });
         // the last parameter closes the last sub-group
         Some(sub.largest.max(sub.open))
     }
@@ -277,14 +285,7 @@ impl ZeroOptions {
         let off_opt = self.offload_optimizer != Offload::None;
         let off_param = self.offload_param != Offload::None && stage == 3;
         let shard_os = stage >= 1;
-        let sharded = |dense: N, expert: N| {
-            if shard_os {
-                shard(dense, dp, "data-parallel ranks")
-                    + shard(expert, edp, "expert-data-parallel ranks")
-            } else {
-                dense + expert
-            }
-        };
+        let sharded = |dense: N, expert: N| sharded(shard_os, dense, expert, dp, edp);
         let zero = crate::term::source!(N; "DeepSpeed ZeRO stage {stage}");
         let regime = super::regime_source::<N>(r);
         let mut s = States::default();
@@ -594,6 +595,17 @@ impl ZeroOptions {
             ),
             Term::new(on_nvme.floor(), nvme_source),
         )
+    }
+}
+
+/// Dense and expert states, each sharded over its data-parallel group from ZeRO stage 1
+/// (`shard_os`), else whole.
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+fn sharded<N: Num>(shard_os: bool, dense: N, expert: N, dp: u64, edp: u64) -> N {
+    if shard_os {
+        shard(dense, dp, "data-parallel ranks") + shard(expert, edp, "expert-data-parallel ranks")
+    } else {
+        dense + expert
     }
 }
 

@@ -639,6 +639,9 @@ impl<N: Num> Assembly<'_, N> {
     /// The index of the most loaded stage (the highest peak; the first stage on ties).
     fn best_index(&self) -> usize {
         let o = &self.outcomes;
+        if o.len() == 1 {
+            return 0;
+        }
         (0..o.len())
             .max_by_key(|&i| (o[i].peak(), std::cmp::Reverse(o[i].stage)))
             .unwrap_or(0)
@@ -647,10 +650,15 @@ impl<N: Num> Assembly<'_, N> {
     /// The most loaded stage's peak, the overhead terms and the numbers.
     fn numbers(&self, best: &StageOutcome<N>) -> ([Term<N>; 4], Peak) {
         let r = self.r;
-        let peak_allocated_bytes = best
-            .phases
-            .get(peak_phase(&best.phases))
-            .map_or(0, Phase::allocated);
+        // each phase's allocation, summed once (a stage has three phases at most)
+        debug_assert!(best.phases.len() <= 3);
+        let mut allocated = [0u64; 3];
+        for (a, p) in allocated.iter_mut().zip(&best.phases) {
+            *a = p.allocated();
+        }
+        let phases = best.phases.len().min(3);
+        // the peak phase: the first of the largest, as `peak_phase`
+        let peak_allocated_bytes = allocated[..phases].iter().copied().max().unwrap_or(0);
         let terms = overhead_terms(r, peak_allocated_bytes, &self.overheads);
         let total_bytes = saturating_sum(
             std::iter::once(peak_allocated_bytes).chain(terms.iter().map(Term::bytes)),
@@ -664,8 +672,8 @@ impl<N: Num> Assembly<'_, N> {
             );
             best.phases
                 .iter()
-                .map(|p| {
-                    let all = p.allocated();
+                .zip(allocated)
+                .map(|(p, all)| {
                     if lazy_states && p.name != PhaseName::OptimizerStep {
                         all - p.get(Component::OptimizerStates).min(all)
                     } else {

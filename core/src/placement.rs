@@ -207,7 +207,9 @@ pub(crate) struct Dim0 {
     /// An embedding table (first in the model's parameter order).
     pub embedding: bool,
     /// A decoder layer's linear weight that torchao's float8 training converts
-    /// ([`crate::model::ParamGroup::float8_linear`]). Biases stay in `param_dtype`.
+    /// ([`crate::model::ParamGroup::float8_linear`]). Biases stay in `param_dtype`. Set
+    /// under precision `fp8` only: its one reader, FSDP2's float8 all-gather, is refused
+    /// with any other (`resolve::check_engine`).
     pub float8: bool,
 }
 
@@ -258,6 +260,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
     let etp = r.layout.expert_tensor_parallel_size;
     let ep = r.layout.expert_parallel_size;
     let layout = r.config.training.optimizer.info().layout;
+    let fp8 = r.config.training.precision == crate::config::Precision::Fp8;
     let inv = &r.inventory;
     // a weight per group, the root's groups at most twice (a last stage's tied embedding),
     // and with MTP modules a decoder layer's, their norms and projection and the embedding
@@ -298,7 +301,7 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         // one pass over the group's tensors (a weight and a bias at most): its elements,
         // those under the persistence threshold, optimizer-state counts, dim-0 shapes
         let (mut one, mut small) = (0, 0);
-        let float8_weight = sg.layer.is_some() && g.float8_linear();
+        let float8_weight = fp8 && sg.layer.is_some() && g.float8_linear();
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let elems = rows * cols;
             one += elems;

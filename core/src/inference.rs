@@ -13,7 +13,7 @@
 
 use crate::config::{Attention, Inference, InferenceEngine, KvCacheDtype, Mode, WeightFormat};
 use crate::model::{MlpKind, ModelArch};
-use crate::placement::{Stage, rank_params, stages};
+use crate::placement::{Stage, rank_total, stages};
 use crate::problem::Resolved;
 use crate::report::{
     Component, Overheads, Phase, PhaseName, ServingEstimate, StageOutcome, assemble,
@@ -272,7 +272,7 @@ impl InferStage<'_> {
             warnings: Vec::new(),
             stage: self.st.index,
             layers: self.st.layers(),
-            params_on_gpu: rank_params(self.r, self.st, 0).total(),
+            params_on_gpu: rank_total(self.r, self.st),
             phases,
             cpu: Term::zero(),
             nvme: Term::zero(),

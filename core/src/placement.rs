@@ -253,6 +253,22 @@ impl RankParams {
     }
 }
 
+/// Parameter elements one GPU of `stage` holds: [`RankParams::total`] without the rest of
+/// [`rank_params`] (inference reports only this count).
+pub(crate) fn rank_total(r: &Resolved, stage: &Stage) -> u64 {
+    let tp = r.layout.tensor_parallel_size;
+    let etp = r.layout.expert_tensor_parallel_size;
+    let ep = r.layout.expert_parallel_size;
+    let mut total = 0;
+    for_each_stage_group(r, stage, |sg| {
+        let is_expert = sg.group.part == Part::Experts;
+        let shapes = sg.group.rank_shapes(if is_expert { etp } else { tp });
+        let one: u64 = shapes.iter().map(|&(rows, cols)| rows * cols).sum();
+        total += one * sg.copies(ep) * sg.times;
+    });
+    total
+}
+
 /// Parameters held by one GPU of `stage`; tensors under `persistence` elements count as
 /// `small` (ZeRO-3 keeps them whole).
 pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> RankParams {

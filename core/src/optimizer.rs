@@ -293,6 +293,16 @@ impl StateCount {
             }
         }
     }
+    /// The count of `k` times the tensors (every field is a sum over them).
+    pub fn times(self, k: u64) -> StateCount {
+        StateCount {
+            numel: self.numel * k,
+            small: self.small * k,
+            packed: self.packed * k,
+            blocks: self.blocks * k,
+            second: self.second * k,
+        }
+    }
     /// Adds another count.
     pub fn plus(mut self, o: StateCount) -> StateCount {
         self.numel += o.numel;

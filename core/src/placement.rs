@@ -106,66 +106,84 @@ pub(crate) fn inflight(
 }
 
 /// A parameter group held by the GPUs of a pipeline stage, with how many times the stage
-/// holds it (its layer count) and which decoder-layer kind it belongs to (`None`:
-/// embeddings, final norm, LM head).
+/// holds it (its layer count).
 pub(crate) struct StageGroup<'a> {
     pub group: &'a ParamGroup,
     pub times: u64,
-    pub layer: Option<FfnKind>,
 }
 
 impl StageGroup<'_> {
-    /// Copies of the group one GPU holds per layer (routed experts are divided over
-    /// expert parallelism).
+    /// Copies of the group one GPU holds per layer (see [`copies_on_gpu`]).
     pub fn copies(&self, ep: u64) -> u64 {
-        if self.group.part == Part::Experts {
-            self.group.copies.div_ceil(ep)
-        } else {
-            self.group.copies
-        }
+        copies_on_gpu(self.group, ep)
     }
 }
 
-/// Calls `f` with every parameter group of a pipeline stage, in the model's order (the
-/// decoder layers', then the root's and the MTP modules'). A visitor, not a vector: the
-/// plan search places parameters per candidate, and the groups are borrowed from the
-/// model's inventory, neither copied nor collected.
-pub(crate) fn for_each_stage_group(r: &Resolved, stage: &Stage, mut f: impl FnMut(&StageGroup)) {
+/// Copies of `g` one GPU holds per layer: routed experts are divided over the `ep`
+/// expert-parallel ranks.
+fn copies_on_gpu(g: &ParamGroup, ep: u64) -> u64 {
+    if g.part == Part::Experts {
+        g.copies.div_ceil(ep)
+    } else {
+        g.copies
+    }
+}
+
+/// One visit of [`for_each_stage_visit`]: a list of parameter groups the stage holds
+/// `times` times, of one decoder-layer kind (`layer`) or of the root and MTP modules
+/// (`None`).
+pub(crate) struct Visit<'i, 'g> {
+    pub groups: &'i mut dyn Iterator<Item = &'g ParamGroup>,
+    pub times: u64,
+    pub layer: Option<FfnKind>,
+    /// The whole group list of a decoder layer of kind `layer` (the same groups on every
+    /// stage, whatever `times`), not a part of the root's.
+    pub whole_layer: bool,
+}
+
+/// Calls `f` with every list of parameter groups a pipeline stage holds, in the model's
+/// order (the decoder layers', then the root's and the MTP modules'), skipping those held
+/// 0 times. A visitor, not a vector: the plan search places parameters per candidate, and
+/// the groups are borrowed from the model's inventory, neither copied nor collected.
+pub(crate) fn for_each_stage_visit(r: &Resolved, stage: &Stage, mut f: impl FnMut(Visit)) {
     let a = &r.arch;
     let inv = &r.inventory;
-    let mut visit =
-        |groups: &mut dyn Iterator<Item = &ParamGroup>, times: u64, layer: Option<FfnKind>| {
-            if times > 0 {
-                for group in groups {
-                    f(&StageGroup {
-                        group,
-                        times,
-                        layer,
-                    });
-                }
-            }
-        };
+    let mut visit = |groups: &mut dyn Iterator<Item = &ParamGroup>,
+                     times: u64,
+                     layer: Option<FfnKind>,
+                     whole_layer: bool| {
+        if times > 0 {
+            f(Visit {
+                groups,
+                times,
+                layer,
+                whole_layer,
+            });
+        }
+    };
     visit(
         &mut inv.dense_layer.iter(),
         stage.dense_layers,
         Some(FfnKind::Dense),
+        true,
     );
     visit(
         &mut inv.moe_layer.iter(),
         stage.moe_layers,
         Some(FfnKind::Moe),
+        true,
     );
     let first = || inv.model.iter().filter(|g| g.part == Part::Embeddings);
     if stage.has_embedding {
-        visit(&mut first(), 1, None);
+        visit(&mut first(), 1, None, false);
     }
     if stage.has_head {
         let mut last = inv.model.iter().filter(|g| g.part != Part::Embeddings);
-        visit(&mut last, 1, None);
+        visit(&mut last, 1, None, false);
         if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
             // Megatron keeps a copy of the tied word embedding on the last stage for the
             // output layer (its gradients are all-reduced with the first stage's).
-            visit(&mut first().filter(|g| g.name != "wpe"), 1, None);
+            visit(&mut first().filter(|g| g.name != "wpe"), 1, None, false);
         }
     }
     if stage.mtp_layers > 0 {
@@ -177,12 +195,25 @@ pub(crate) fn for_each_stage_group(r: &Resolved, stage: &Stage, mut f: impl FnMu
             FfnKind::Dense => &inv.dense_layer,
             FfnKind::Moe => &inv.moe_layer,
         };
-        visit(&mut layer.iter(), stage.mtp_layers, Some(kind));
-        visit(&mut a.mtp_groups().iter(), stage.mtp_layers, None);
+        visit(&mut layer.iter(), stage.mtp_layers, Some(kind), true);
+        visit(&mut a.mtp_groups().iter(), stage.mtp_layers, None, false);
         if !stage.has_embedding && !a.tie_word_embeddings {
-            visit(&mut first(), 1, None);
+            visit(&mut first(), 1, None, false);
         }
     }
+}
+
+/// Calls `f` with every parameter group of a pipeline stage, in the model's order (see
+/// [`for_each_stage_visit`]).
+pub(crate) fn for_each_stage_group(r: &Resolved, stage: &Stage, mut f: impl FnMut(&StageGroup)) {
+    for_each_stage_visit(r, stage, |v| {
+        for group in v.groups {
+            f(&StageGroup {
+                group,
+                times: v.times,
+            });
+        }
+    });
 }
 
 /// Parameter tensors of one kind held by one GPU of a stage, by their first dimension (FSDP2
@@ -269,14 +300,177 @@ pub(crate) fn rank_total(r: &Resolved, stage: &Stage) -> u64 {
     total
 }
 
+/// What one visit's groups ([`Visit`]) add to a GPU's [`RankParams`] per time the stage
+/// holds them (the counts of `times` 1), and their largest module.
+#[derive(Debug, Default, Clone)]
+struct VisitSums {
+    dense: u64,
+    expert: u64,
+    small: u64,
+    linear: u64,
+    expert_linear: u64,
+    /// Elements of the visit's groups (`dense + expert`).
+    elements: u64,
+    largest_module: u64,
+    opt_dense: StateCount,
+    opt_expert: StateCount,
+}
+
+/// A decoder layer's sums and tensors (`times` 1), worked out once per estimate and added
+/// to every stage that holds the layer ([`LayerCache`]).
+type LayerSums = (VisitSums, Vec<Dim0>);
+
+/// The decoder layers' [`LayerSums`] by kind (dense, MoE): one estimate's stages hold the
+/// same layers, a different number of times, so those evaluating several stages work
+/// each kind out once.
+#[derive(Debug, Default)]
+pub(crate) struct LayerCache([Option<LayerSums>; 2]);
+
+/// What the per-group sums depend on besides the groups: the layout's sizes, the
+/// optimizer's state layout, ZeRO-3's persistence threshold.
+struct Placing {
+    tp: u64,
+    etp: u64,
+    ep: u64,
+    layout: crate::optimizer::StateLayout,
+    fp8: bool,
+    persistence: u64,
+}
+
+impl Placing {
+    /// Sums the groups of one visit, pushing their tensors (each held `times` times) to
+    /// `tensors`.
+    fn sums<'g>(
+        &self,
+        groups: &mut dyn Iterator<Item = &'g ParamGroup>,
+        layer: Option<FfnKind>,
+        times: u64,
+        tensors: &mut Vec<Dim0>,
+    ) -> VisitSums {
+        let mut v = VisitSums::default();
+        for g in groups {
+            let copies = copies_on_gpu(g, self.ep);
+            let is_expert = g.part == Part::Experts;
+            // routed experts split over the expert tensor-parallel ranks (Megatron-Core MoE
+            // parallel folding), everything else over the tensor-parallel ranks
+            let shapes = g.rank_shapes(if is_expert { self.etp } else { self.tp });
+            let count = if is_expert {
+                &mut v.opt_expert
+            } else {
+                &mut v.opt_dense
+            };
+            // one pass over the group's tensors (a weight and a bias at most): its
+            // elements, those under the persistence threshold, optimizer-state counts,
+            // dim-0 shapes
+            let (mut one, mut small) = (0, 0);
+            let float8_weight = self.fp8 && layer.is_some() && g.float8_linear();
+            for (i, &(rows, cols)) in shapes.iter().enumerate() {
+                let elems = rows * cols;
+                one += elems;
+                if elems < self.persistence {
+                    small += elems;
+                }
+                count.add(self.layout, rows, cols, copies);
+                tensors.push(if is_expert {
+                    // one fused [local experts, rows, cols] tensor per layer
+                    Dim0 {
+                        rows: copies,
+                        row_elems: elems,
+                        count: 1,
+                        times,
+                        expert: true,
+                        layer,
+                        embedding: false,
+                        float8: false,
+                    }
+                } else {
+                    Dim0 {
+                        rows,
+                        row_elems: cols,
+                        count: copies,
+                        times,
+                        expert: false,
+                        layer,
+                        embedding: g.part == Part::Embeddings,
+                        // the weight (the first shape), not the bias
+                        float8: float8_weight && i == 0,
+                    }
+                });
+            }
+            v.small += small * copies;
+            let n = one * copies;
+            if is_expert {
+                v.expert += n;
+            } else {
+                v.dense += n;
+            }
+            v.elements += n;
+            if matches!(g.shape, Shape::Linear { .. }) {
+                let lin = shapes[0].0 * shapes[0].1 * copies;
+                v.linear += lin;
+                if is_expert {
+                    v.expert_linear += lin;
+                }
+            }
+            // transformers 5 stores each MoE block's experts as one module
+            let module = if is_expert { n } else { one };
+            v.largest_module = v.largest_module.max(module);
+        }
+        v
+    }
+}
+
+impl RankParams {
+    /// Adds a visit's sums `times` times: the decoder layer of kind `layer` counts once in
+    /// the largest layer, the root's groups every time in the root unit.
+    #[inline(always)]
+    fn add(
+        &mut self,
+        v: &VisitSums,
+        times: u64,
+        layer: Option<FfnKind>,
+        layers: &mut [[u64; 2]; 2],
+    ) {
+        self.dense += v.dense * times;
+        self.expert += v.expert * times;
+        self.small += v.small * times;
+        self.linear += v.linear * times;
+        self.expert_linear += v.expert_linear * times;
+        self.largest_module = self.largest_module.max(v.largest_module);
+        self.opt_dense = self.opt_dense.plus(v.opt_dense.times(times));
+        self.opt_expert = self.opt_expert.plus(v.opt_expert.times(times));
+        match layer {
+            // [elements, linear-weight elements] of one layer of the kind
+            Some(k) => {
+                let l = &mut layers[usize::from(k == FfnKind::Moe)];
+                l[0] += v.elements;
+                l[1] += v.linear;
+            }
+            None => {
+                self.root += v.elements * times;
+                self.root_linear += v.linear * times;
+            }
+        }
+    }
+}
+
 /// Parameters held by one GPU of `stage`; tensors under `persistence` elements count as
-/// `small` (ZeRO-3 keeps them whole).
-pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> RankParams {
-    let tp = r.layout.tensor_parallel_size;
-    let etp = r.layout.expert_tensor_parallel_size;
-    let ep = r.layout.expert_parallel_size;
-    let layout = r.config.training.optimizer.info().layout;
-    let fp8 = r.config.training.precision == crate::config::Precision::Fp8;
+/// `small` (ZeRO-3 keeps them whole). With `cache`, a decoder layer's sums come from it (and
+/// go into it the first time): the same for every stage of one estimate.
+pub(crate) fn rank_params(
+    r: &Resolved,
+    stage: &Stage,
+    persistence: u64,
+    mut cache: Option<&mut LayerCache>,
+) -> RankParams {
+    let placing = Placing {
+        tp: r.layout.tensor_parallel_size,
+        etp: r.layout.expert_tensor_parallel_size,
+        ep: r.layout.expert_parallel_size,
+        layout: r.config.training.optimizer.info().layout,
+        fp8: r.config.training.precision == crate::config::Precision::Fp8,
+        persistence,
+    };
     let inv = &r.inventory;
     // a weight per group, the root's groups at most twice (a last stage's tied embedding),
     // and with MTP modules a decoder layer's, their norms and projection and the embedding
@@ -300,91 +494,32 @@ pub(crate) fn rank_params(r: &Resolved, stage: &Stage, persistence: u64) -> Rank
         ),
         ..RankParams::default()
     };
-    let mut layer_totals = [0u64; 2];
-    let mut layer_linear = [0u64; 2];
-    for_each_stage_group(r, stage, |sg| {
-        let (g, times) = (sg.group, sg.times);
-        let copies = sg.copies(ep);
-        let is_expert = g.part == Part::Experts;
-        // routed experts split over the expert tensor-parallel ranks (Megatron-Core MoE
-        // parallel folding), everything else over the tensor-parallel ranks
-        let shapes = g.rank_shapes(if is_expert { etp } else { tp });
-        let count = if is_expert {
-            &mut p.opt_expert
-        } else {
-            &mut p.opt_dense
-        };
-        // one pass over the group's tensors (a weight and a bias at most): its elements,
-        // those under the persistence threshold, optimizer-state counts, dim-0 shapes
-        let (mut one, mut small) = (0, 0);
-        let float8_weight = fp8 && sg.layer.is_some() && g.float8_linear();
-        for (i, &(rows, cols)) in shapes.iter().enumerate() {
-            let elems = rows * cols;
-            one += elems;
-            if elems < persistence {
-                small += elems;
-            }
-            count.add(layout, rows, cols, copies * times);
-            p.tensors.push(if is_expert {
-                // one fused [local experts, rows, cols] tensor per layer
-                Dim0 {
-                    rows: copies,
-                    row_elems: elems,
-                    count: 1,
-                    times,
-                    expert: true,
-                    layer: sg.layer,
-                    embedding: false,
-                    float8: false,
-                }
-            } else {
-                Dim0 {
-                    rows,
-                    row_elems: cols,
-                    count: copies,
-                    times,
-                    expert: false,
-                    layer: sg.layer,
-                    embedding: g.part == Part::Embeddings,
-                    // the weight (the first shape), not the bias
-                    float8: float8_weight && i == 0,
-                }
-            });
+    // per decoder-layer kind: [elements, linear-weight elements] of one layer
+    let mut layers = [[0u64; 2]; 2];
+    for_each_stage_visit(r, stage, |v| match (v.layer, cache.as_deref_mut()) {
+        (Some(k), Some(cache)) if v.whole_layer => {
+            let (sums, tensors) =
+                cache.0[usize::from(k == FfnKind::Moe)].get_or_insert_with(|| {
+                    let mut tensors = Vec::new();
+                    (placing.sums(v.groups, v.layer, 1, &mut tensors), tensors)
+                });
+            p.add(sums, v.times, v.layer, &mut layers);
+            p.tensors.extend(tensors.iter().map(|t| Dim0 {
+                times: v.times,
+                ..*t
+            }));
         }
-        p.small += small * copies * times;
-        let n = one * copies;
-        if is_expert {
-            p.expert += n * times;
-        } else {
-            p.dense += n * times;
-        }
-        if matches!(g.shape, Shape::Linear { .. }) {
-            let lin = shapes[0].0 * shapes[0].1 * copies;
-            p.linear += lin * times;
-            if is_expert {
-                p.expert_linear += lin * times;
-            }
-            match sg.layer {
-                Some(FfnKind::Dense) => layer_linear[0] += lin,
-                Some(FfnKind::Moe) => layer_linear[1] += lin,
-                None => p.root_linear += lin * times,
-            }
-        }
-        // transformers 5 stores each MoE block's experts as one module
-        let module = if is_expert { n } else { one };
-        p.largest_module = p.largest_module.max(module);
-        match sg.layer {
-            Some(FfnKind::Dense) => layer_totals[0] += n,
-            Some(FfnKind::Moe) => layer_totals[1] += n,
-            None => p.root += n * times,
+        _ => {
+            let sums = placing.sums(v.groups, v.layer, v.times, &mut p.tensors);
+            p.add(&sums, v.times, v.layer, &mut layers);
         }
     });
-    p.largest_layer = layer_totals[0].max(layer_totals[1]);
-    p.layer_linear = layer_linear[0].max(layer_linear[1]);
+    p.largest_layer = layers[0][0].max(layers[1][0]);
+    p.layer_linear = layers[0][1].max(layers[1][1]);
     if stage.has_head && r.arch.tie_word_embeddings {
         // the output layer multiplies by the tied embedding matrix: a linear weight too
         // (autocast casts it for the head's matmul)
-        p.tied_head = r.arch.vocab_size.div_ceil(tp) * r.arch.hidden_size;
+        p.tied_head = r.arch.vocab_size.div_ceil(placing.tp) * r.arch.hidden_size;
     }
     p
 }

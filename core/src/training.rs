@@ -26,7 +26,7 @@ use crate::config::{Attention, Lora, Mode, PipelineSchedule, Precision, WeightFo
 use crate::engines::{EngineModel, EngineNum, States};
 use crate::loss::{LossMemory, loss_memory};
 use crate::model::{FfnKind, NormKind, Shape};
-use crate::placement::{RankParams, Stage, for_each_stage_group, rank_params, stages};
+use crate::placement::{LayerCache, RankParams, Stage, for_each_stage_group, rank_params, stages};
 use crate::precision::StateBytes;
 use crate::problem::Resolved;
 use crate::report::{Component, Overheads, Phase, PhaseName, StageOutcome, assemble};
@@ -35,8 +35,14 @@ use crate::weights::{Storage, largest_quantized_matrix, stage_weights};
 
 /// Estimates a validated training problem.
 pub(crate) fn estimate_training<N: EngineNum>(r: &Resolved) -> crate::report::Assembly<'_, N> {
-    let outcomes: crate::report::Outcomes<N> =
-        stages(r).iter().map(|st| evaluate_stage(r, st)).collect();
+    let stages = stages(r);
+    // several stages hold the same decoder layers: their sums are worked out once
+    let mut cache = LayerCache::default();
+    let mut cache = (stages.len() > 1).then_some(&mut cache);
+    let outcomes: crate::report::Outcomes<N> = stages
+        .iter()
+        .map(|st| evaluate_stage(r, st, cache.as_deref_mut()))
+        .collect();
     // report text: a numeric estimate builds none
     let warnings = if N::REPORT {
         training_warnings(r, &outcomes)
@@ -619,11 +625,15 @@ enum Moment {
     Epilogue,
 }
 
-fn evaluate_stage<N: EngineNum>(r: &Resolved, st: &Stage) -> StageOutcome<N> {
+fn evaluate_stage<N: EngineNum>(
+    r: &Resolved,
+    st: &Stage,
+    cache: Option<&mut LayerCache>,
+) -> StageOutcome<N> {
     let (n, bytes) = (N::n, N::bytes);
     let engine = r.config.engine.model();
     let persistence = engine.persistence_threshold();
-    let p = rank_params(r, st, persistence);
+    let p = rank_params(r, st, persistence, cache);
     // LoRA with its targets on the model (resolved with `training.lora`)
     let lora = r.config.training.lora.as_ref().zip(r.lora_targets.as_ref());
     let (mut s, adapter_weights, (autocast, autocast_backward)) = match lora {

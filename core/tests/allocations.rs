@@ -4,8 +4,10 @@
 //! and inference runtimes).
 //!
 //! What may still allocate is a few buffers per evaluated stage, never one per term,
-//! parameter group or text: the list of evaluated stages (1 per estimate); per stage (at
-//! most 4 are evaluated, `placement::stages`) the GPU's tensor list (`RankParams.tensors`),
+//! parameter group or text: the list of evaluated stages (1 per estimate) and, where
+//! several are evaluated, each decoder-layer kind's tensors once (`placement::LayerCache`,
+//! counted below as part of the stages' share); per stage (at most 4 are evaluated,
+//! `placement::stages`) the GPU's tensor list (`RankParams.tensors`),
 //! FSDP2's per-moment gathered memory (boxed), and the stored weights' parts
 //! (`weights::stage_weights`: LoRA's frozen base, serving) or the serving runtimes' stage
 //! profiles. A string per term or a name list per group

@@ -340,9 +340,9 @@ struct Placing {
 impl Placing {
     /// Sums the groups of one visit, pushing their tensors (each held `times` times) to
     /// `tensors`.
-    fn sums<'g>(
+    fn sums(
         &self,
-        groups: &mut dyn Iterator<Item = &'g ParamGroup>,
+        groups: &mut dyn Iterator<Item = &ParamGroup>,
         layer: Option<FfnKind>,
         times: u64,
         tensors: &mut Vec<Dim0>,

@@ -35,56 +35,56 @@ use crate::term::{Num, Term};
 
 const SHARD_SOURCE: &str = "torch fully_shard (_fsdp_param.py _init_sharded_param): each parameter sharded on dim 0, ceil(dim0 / shard ranks) rows per rank, padded";
 
-/// Which tensors of a rank.
-#[derive(Clone, Copy)]
-enum Which {
-    All,
-    /// One decoder layer of this kind.
-    Layer(FfnKind),
-    /// The root unit: embeddings, final norm, LM head.
-    Root,
+/// Elements per rank of a GPU's tensors sharded on dim 0 over `ranks` (routed experts over
+/// `expert_ranks`) with the padding of `torch.chunk`, each as `[sharded, unsharded]`, the
+/// unsharded being the padded tensors an all-gather rebuilds (`ranks x` the shard): of
+/// every unit of the GPU, of the root unit (embeddings, final norm, LM head), of one
+/// decoder layer of each kind (dense, MoE); and, unsharded, of the float8 linear weights
+/// ([`Dim0::float8`]) of every unit and of one layer of each kind. One pass over the
+/// tensors.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Padding {
+    all: [u64; 2],
+    root: [u64; 2],
+    layer: [[u64; 2]; 2],
+    all8: u64,
+    layer8: [u64; 2],
 }
 
-impl Which {
-    fn has(self, t: &Dim0) -> bool {
-        match self {
-            Which::All => true,
-            Which::Layer(k) => t.layer == Some(k),
-            Which::Root => t.layer.is_none(),
-        }
-    }
-}
-
-/// Elements per rank of the tensors `which` holds, sharded on dim 0 over `ranks` (routed
-/// experts over `expert_ranks`) with the padding of `torch.chunk`; `unsharded`: the padded
-/// unsharded tensors an all-gather rebuilds (`ranks x` the shard). `Which::Layer` counts one
-/// decoder layer, the others every unit of the GPU.
-fn padded(p: &RankParams, which: Which, ranks: u64, expert_ranks: u64, unsharded: bool) -> u64 {
-    padded_where(p, which, ranks, expert_ranks, unsharded, |_| true)
-}
-
-/// [`padded`] over the tensors `keep` selects.
-fn padded_where(
-    p: &RankParams,
-    which: Which,
-    ranks: u64,
-    expert_ranks: u64,
-    unsharded: bool,
-    keep: impl Fn(&Dim0) -> bool,
-) -> u64 {
-    p.tensors
-        .iter()
-        .filter(|t| which.has(t) && keep(t))
-        .map(|t| {
+impl Padding {
+    fn of(p: &RankParams, ranks: u64, expert_ranks: u64) -> Padding {
+        let mut s = Padding::default();
+        for t in &p.tensors {
             let ranks = if t.expert { expert_ranks } else { ranks };
-            let units = match which {
-                Which::Layer(_) => 1,
-                _ => t.times,
-            };
             let shard = t.rows.div_ceil(ranks) * t.row_elems;
-            units * t.count * if unsharded { shard * ranks } else { shard }
-        })
-        .sum()
+            // one unit's (a layer's, or the root's) and every unit's
+            let one = [t.count * shard, t.count * shard * ranks];
+            let every = one.map(|x| t.times * x);
+            for (a, e) in s.all.iter_mut().zip(every) {
+                *a += e;
+            }
+            match t.layer {
+                Some(k) => {
+                    let l = &mut s.layer[usize::from(k == FfnKind::Moe)];
+                    for (a, o) in l.iter_mut().zip(one) {
+                        *a += o;
+                    }
+                    if t.float8 {
+                        s.layer8[usize::from(k == FfnKind::Moe)] += one[1];
+                    }
+                }
+                None => {
+                    for (a, e) in s.root.iter_mut().zip(every) {
+                        *a += e;
+                    }
+                }
+            }
+            if t.float8 {
+                s.all8 += every[1];
+            }
+        }
+        s
+    }
 }
 
 impl FsdpOptions {
@@ -144,34 +144,27 @@ impl FsdpOptions {
         &self,
         r: &Resolved,
         p: &RankParams,
+        pad: &Padding,
         param: u64,
         reduce: u64,
     ) -> GatherMoments<N> {
         let (n, bytes) = (N::n, N::bytes);
         let l = &r.layout;
-        let (g, eg) = (self.group2(l), self.expert_group2(l));
-        let unsharded = |which: Which| padded(p, which, g, eg, true);
-        let float8 = |which: Which| {
-            if self.float8_all_gather {
-                padded_where(p, which, g, eg, true, |t| t.float8)
-            } else {
-                0
-            }
-        };
-        let root = unsharded(Which::Root);
+        // the float8 weights' share counts only when they are gathered in float8
+        let f8_on = self.float8_all_gather;
+        let root = pad.root[1];
         // the decoder layer of the kind with the most unsharded elements (gradients) and
         // of the kind with the most unsharded bytes, as (elements, of them float8)
-        let kinds = [FfnKind::Dense, FfnKind::Moe]
-            .map(|k| (unsharded(Which::Layer(k)), float8(Which::Layer(k))));
+        let kinds = [0, 1].map(|k| (pad.layer[k][1], if f8_on { pad.layer8[k] } else { 0 }));
         let layer = kinds.iter().map(|k| k.0).max().unwrap_or(0);
         let (layer_all, layer8) = kinds
             .iter()
             .copied()
             .max_by_key(|&(all, f8)| (all - f8) * param + f8)
             .unwrap_or((0, 0));
-        let layers = unsharded(Which::All) - root;
+        let layers = pad.all[1] - root;
         // every float8 weight is a decoder layer's (Dim0::float8): the root holds none
-        let layers8 = float8(Which::All);
+        let layers8 = if f8_on { pad.all8 } else { 0 };
         let raf = self.raf(l);
         let keep = |x: u64| match raf {
             ReshardAfterForward::Always(true) => 0,
@@ -287,7 +280,7 @@ impl FsdpOptions {
         // the root reduce-scatters last: its unsharded gradients and reduce-scatter input
         // exist while its own sharded gradient does not yet (counted in `gradients`)
         let root_shard = if r.config.training.gradient_accumulation_steps == 1 {
-            padded(p, Which::Root, g, eg, false)
+            pad.root[0]
         } else {
             0 // an earlier micro-batch's sharded gradient exists already
         };
@@ -373,7 +366,8 @@ impl FsdpOptions {
         let (g, eg) = (self.group2(l), self.expert_group2(l));
         let param = self.param_bytes(precision, b.weight);
         let reduce = self.reduce_bytes(precision, b.weight);
-        let sharded = padded(p, Which::All, g, eg, false);
+        let pad = Padding::of(p, g, eg);
+        let sharded = pad.all[0];
         let sharded_n = || n(sharded, "params in padded shards");
         let (opt_dense, opt_expert): (N, N) = super::optimizer_states(r, p, b);
         let mut s = States::default();
@@ -414,7 +408,7 @@ impl FsdpOptions {
                 super::TORCH_STEP_SOURCE,
             );
         }
-        s.gather_moments = Some(Box::new(self.moments(r, p, param, reduce)));
+        s.gather_moments = Some(Box::new(self.moments(r, p, &pad, param, reduce)));
         s.unsharded_accumulation = self.no_sync(r);
         // report text: a numeric estimate builds none
         if N::REPORT
@@ -483,19 +477,17 @@ mod tests {
             ..RankParams::default()
         };
         assert_eq!(
-            padded(&p, Which::All, 64, 64, false),
-            2 * 14336 * 4096 + 64 * 4096
-        );
-        assert_eq!(
-            padded(&p, Which::All, 64, 64, true),
-            64 * 2 * 14336 * 4096 + 4096 * 4096
+            Padding::of(&p, 64, 64).all,
+            [
+                2 * 14336 * 4096 + 64 * 4096,
+                64 * 2 * 14336 * 4096 + 4096 * 4096
+            ]
         );
         // 4097 rows on 64 ranks: 65 rows each (the last rank pads 63 rows)
         let q = RankParams {
             tensors: vec![t(4097, 10, 1, false)],
             ..RankParams::default()
         };
-        assert_eq!(padded(&q, Which::All, 64, 64, false), 65 * 10);
-        assert_eq!(padded(&q, Which::All, 64, 64, true), 64 * 65 * 10);
+        assert_eq!(Padding::of(&q, 64, 64).all, [65 * 10, 64 * 65 * 10]);
     }
 }

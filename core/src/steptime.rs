@@ -798,6 +798,162 @@ pub fn layout_work(
     }
 }
 
+/// The rates and kernel facts a micro-batch's compute on a stage runs at, worked out once
+/// per step time (see [`numbers_with`]).
+struct Compute {
+    /// GEMM efficiency and the attention kernel's.
+    eff: f64,
+    attn_eff: f64,
+    /// FLOP/s of the bf16 (fp32 under precision fp32) tensor cores, and of the layers'
+    /// matmuls in the compute dtype.
+    bf16_rate: f64,
+    mm_rate: f64,
+    /// Under float8 with transformers' modules only the converted linears run in float8.
+    converted_only: bool,
+    /// Bytes per activation element.
+    act: f64,
+    /// Tokens of a micro-batch one tensor-parallel group holds, and one GPU's share.
+    tokens: f64,
+    per_gpu: f64,
+    /// Sequence length (eager attention's keys).
+    s: f64,
+    eager: bool,
+    masked: bool,
+    heads: f64,
+    dqk: f64,
+    dv: f64,
+    mem_bw: f64,
+    /// Eager attention's elementwise bytes per score, forward and backward.
+    eager_bytes: (f64, f64),
+    /// Backward's matmuls per forward one: input and weight gradients (LoRA's frozen base:
+    /// input gradients only).
+    mm_bwd: f64,
+}
+
+/// One micro-batch's compute on a stage, seconds: the layers' forward matmuls, the
+/// attention kernels forward and backward, and the forward and backward passes (matmuls and
+/// attention; elementwise kernels apart).
+struct StageCompute {
+    layer_mm_fwd: f64,
+    attn_fwd: f64,
+    attn_bwd: f64,
+    fwd: f64,
+    bwd: f64,
+}
+
+impl Compute {
+    fn of(t: &TimeInputs) -> Compute {
+        let (arch, l, tr) = (t.arch, t.layout, t.training);
+        let eff = t.assumptions.compute_efficiency.clamp(0.01, 1.0);
+        let attn_eff = t
+            .assumptions
+            .attention_efficiency
+            .unwrap_or_else(|| default_attention_efficiency(t.gpu_arch))
+            .clamp(0.01, 1.0);
+        let fp32 = tr.precision == Precision::Fp32;
+        let bf16_rate = if fp32 {
+            t.perf.fp32_tflops
+        } else {
+            t.perf.bf16_tflops
+        } * TERA;
+        let mm_rate = match tr.precision {
+            Precision::Fp8 => t.perf.fp8_tflops.unwrap_or(t.perf.bf16_tflops),
+            Precision::Fp32 => t.perf.fp32_tflops,
+            _ => t.perf.bf16_tflops,
+        } * TERA;
+        // Under float8 with transformers' modules only the converted linears run in float8
+        // (torchao's `convert_to_float8_training` and Transformer Engine's swaps replace
+        // `nn.Linear` modules: not routed experts, `Conv1D` or dims not divisible by 16);
+        // Megatron-Core's Transformer Engine layers run every decoder GEMM in fp8, grouped
+        // experts too
+        let converted_only = tr.precision == Precision::Fp8 && t.code == ModelCode::Transformers;
+        let (tp, cp) = (
+            l.tensor_parallel_size.max(1),
+            l.context_parallel_size.max(1),
+        );
+        let (b, s) = (tr.micro_batch_size as f64, tr.seq_len as f64);
+        let act = t.bytes.activation as f64;
+        // tokens one GPU's (tensor-parallel group's) micro-batch holds
+        let tokens = b * s / cp as f64;
+        Compute {
+            eff,
+            attn_eff,
+            bf16_rate,
+            mm_rate,
+            converted_only,
+            act,
+            tokens,
+            per_gpu: tokens / tp as f64,
+            s,
+            // eager attention (materialized scores): its kernels' bytes per score element
+            eager: tr.attention == Attention::Eager,
+            // SDPA given a sliding-window mask visits every key of those layers
+            masked: crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len),
+            heads: arch.num_attention_heads as f64,
+            dqk: arch.qk_head_dim() as f64,
+            dv: arch.v_head_dim() as f64,
+            mem_bw: t.perf.memory_gbs * GIGA,
+            eager_bytes: eager_score_bytes(
+                t.code,
+                act,
+                t.autocast,
+                matches!(tr.precision, Precision::AmpFp16 | Precision::Fp16),
+                arch.attention_dropout,
+            ),
+            mm_bwd: if tr.lora.is_some() { 1.0 } else { 2.0 },
+        }
+    }
+
+    /// Seconds per token of a stage's layer matmuls at full rate (float8 where they run in
+    /// it).
+    fn layer_mm_seconds(&self, w: &StageWork) -> f64 {
+        if self.converted_only {
+            w.layer_mm_float8 / self.mm_rate
+                + (w.layer_mm - w.layer_mm_float8).max(0.0) / self.bf16_rate
+        } else {
+            w.layer_mm / self.mm_rate
+        }
+    }
+
+    /// One micro-batch's compute on the stage of work `w`.
+    fn stage(&self, w: &StageWork) -> StageCompute {
+        let (per_gpu, eff, bf16_rate, mem_bw) = (self.per_gpu, self.eff, self.bf16_rate, self.mem_bw);
+        // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
+        let layer_mm_fwd = per_gpu * self.layer_mm_seconds(w) / eff;
+        let mm_fwd = layer_mm_fwd + per_gpu * w.head_mm / bf16_rate / eff;
+        let (attn_fwd, attn_bwd) = if self.eager {
+            // materialized scores: every key of every query head, each matmul kernel the
+            // slower of its FLOPs (2 d per score) and its score bytes (roofline), the
+            // elementwise kernels at memory bandwidth
+            let scores = per_gpu * self.heads * self.s * w.layers as f64;
+            let kernel = |d: f64| (2.0 * d / (bf16_rate * eff)).max(self.act / mem_bw);
+            let (k_qk, k_v) = (kernel(self.dqk), kernel(self.dv));
+            let (eager_fwd, eager_bwd) = self.eager_bytes;
+            (
+                scores * (k_qk + k_v + eager_fwd / mem_bw),
+                // dP and dV from the second matmul, dQ and dK from the first
+                scores * (2.0 * (k_qk + k_v) + eager_bwd / mem_bw),
+            )
+        } else {
+            // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao
+            // 2023 Sec. 3.1.2)
+            let hw = if self.masked { w.attn_masked } else { w.attn_hw };
+            let f = per_gpu * hw / bf16_rate / self.attn_eff;
+            (f, 2.5 * f)
+        };
+        let fwd = mm_fwd + attn_fwd;
+        // backward: input and weight gradients (LoRA's frozen base: input gradients only)
+        let bwd = self.mm_bwd * mm_fwd + attn_bwd;
+        StageCompute {
+            layer_mm_fwd,
+            attn_fwd,
+            attn_bwd,
+            fwd,
+            bwd,
+        }
+    }
+}
+
 fn numbers(t: &TimeInputs) -> Numbers {
     numbers_with(
         t,
@@ -811,36 +967,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         "layout work of another length"
     );
     let (arch, l, tr) = (t.arch, t.layout, t.training);
-    let eff = t.assumptions.compute_efficiency.clamp(0.01, 1.0);
-    let attn_eff = t
-        .assumptions
-        .attention_efficiency
-        .unwrap_or_else(|| default_attention_efficiency(t.gpu_arch))
-        .clamp(0.01, 1.0);
-    let fp32 = tr.precision == Precision::Fp32;
-    let bf16_rate = if fp32 {
-        t.perf.fp32_tflops
-    } else {
-        t.perf.bf16_tflops
-    } * TERA;
-    let mm_rate = match tr.precision {
-        Precision::Fp8 => t.perf.fp8_tflops.unwrap_or(t.perf.bf16_tflops),
-        Precision::Fp32 => t.perf.fp32_tflops,
-        _ => t.perf.bf16_tflops,
-    } * TERA;
-    // seconds per token of a stage's layer matmuls at full rate. Under float8 with
-    // transformers' modules only the converted linears run in float8 (torchao's
-    // `convert_to_float8_training` and Transformer Engine's swaps replace `nn.Linear`
-    // modules: not routed experts, `Conv1D` or dims not divisible by 16); Megatron-Core's
-    // Transformer Engine layers run every decoder GEMM in fp8, grouped experts too
-    let converted_only = tr.precision == Precision::Fp8 && t.code == ModelCode::Transformers;
-    let layer_mm_seconds = |w: &StageWork| {
-        if converted_only {
-            w.layer_mm_float8 / mm_rate + (w.layer_mm - w.layer_mm_float8).max(0.0) / bf16_rate
-        } else {
-            w.layer_mm / mm_rate
-        }
-    };
+    let c = Compute::of(t);
+    let (bf16_rate, mem_bw, act, tokens, per_gpu) = (c.bf16_rate, c.mem_bw, c.act, c.tokens, c.per_gpu);
     let (tp, pp, cp) = (
         l.tensor_parallel_size.max(1),
         l.pipeline_parallel_size.max(1),
@@ -852,31 +980,9 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         tr.seq_len as f64,
         tr.gradient_accumulation_steps.max(1) as f64,
     );
-    let act = t.bytes.activation as f64;
-    // tokens one GPU's (tensor-parallel group's) micro-batch holds
-    let tokens = b * s / cp as f64;
-    let lora = tr.lora.is_some();
     let h = arch.hidden_size as f64;
-
-    // eager attention (materialized scores): its kernels' bytes per score element
-    let eager = tr.attention == Attention::Eager;
-    let (heads, dqk, dv) = (
-        arch.num_attention_heads as f64,
-        arch.qk_head_dim() as f64,
-        arch.v_head_dim() as f64,
-    );
-    let mem_bw = t.perf.memory_gbs * GIGA;
     // seconds per byte of memory traffic (a zero rate gives zero-time terms)
     let per_byte = if mem_bw > 0.0 { 1.0 / mem_bw } else { 0.0 };
-    // SDPA given a sliding-window mask visits every key of those layers
-    let masked = crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len);
-    let (eager_fwd, eager_bwd) = eager_score_bytes(
-        t.code,
-        act,
-        t.autocast,
-        matches!(tr.precision, Precision::AmpFp16 | Precision::Fp16),
-        arch.attention_dropout,
-    );
 
     let tp_bw = link(t.perf, l, tp, 1);
     // each all-reduce's fixed latency; with sequence parallelism an all-gather and a
@@ -903,7 +1009,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     );
 
     let time_stage = |w: &StageWork| -> StageTime {
-        let per_gpu = tokens / tp as f64;
         // memory-bound elementwise kernels at memory bandwidth
         let (n_moe, n_dense) = (w.moe_layers as f64, w.dense_layers() as f64);
         let layers_ew = |dense: f64, moe: f64| tokens * (n_dense * dense + n_moe * moe) * per_byte;
@@ -917,32 +1022,13 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             (0.0, 0.0)
         };
         let elementwise = ew_fwd + ew_bwd + loss_fwd + loss_bwd;
-        // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
-        let layer_mm_fwd = per_gpu * layer_mm_seconds(w) / eff;
-        let mm_fwd = layer_mm_fwd + per_gpu * w.head_mm / bf16_rate / eff;
-        let (attn_fwd, attn_bwd) = if eager {
-            // materialized scores: every key of every query head, each matmul kernel the
-            // slower of its FLOPs (2 d per score) and its score bytes (roofline), the
-            // elementwise kernels at memory bandwidth
-            let scores = per_gpu * heads * s * w.layers as f64;
-            let kernel = |d: f64| (2.0 * d / (bf16_rate * eff)).max(act / mem_bw);
-            let (k_qk, k_v) = (kernel(dqk), kernel(dv));
-            (
-                scores * (k_qk + k_v + eager_fwd / mem_bw),
-                // dP and dV from the second matmul, dQ and dK from the first
-                scores * (2.0 * (k_qk + k_v) + eager_bwd / mem_bw),
-            )
-        } else {
-            // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao
-            // 2023 Sec. 3.1.2)
-            let hw = if masked { w.attn_masked } else { w.attn_hw };
-            let f = per_gpu * hw / bf16_rate / attn_eff;
-            (f, 2.5 * f)
-        };
-        let fwd = mm_fwd + attn_fwd;
-        // backward: input and weight gradients (LoRA's frozen base: input gradients only)
-        let mm_bwd = if lora { 1.0 } else { 2.0 };
-        let bwd = mm_bwd * mm_fwd + attn_bwd;
+        let StageCompute {
+            layer_mm_fwd,
+            attn_fwd,
+            attn_bwd,
+            fwd,
+            bwd,
+        } = c.stage(w);
         // the layers' forward elementwise kernels run again under full and per-op
         // recomputation (torchtitan's `_save_list` keeps matmul and attention outputs only)
         let recompute = match tr.activation_checkpointing {

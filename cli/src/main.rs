@@ -629,9 +629,10 @@ fn print_plans(r: &calc_core::plan::PlanResult) {
     }
     out!("{t}");
     out!(
-        "global batch {} sequences asked (in tokens: each plan rounds it per data-parallel rank); {} candidates timed, {} memory estimates, {} skipped (a smaller micro-batch did not fit), {} rejected by validation",
+        "global batch {} sequences asked (in tokens: each plan rounds it per data-parallel rank); {} candidates, {} timed (the others' lower bound ranked them behind), {} memory estimates, {} skipped (a smaller micro-batch did not fit), {} rejected by validation",
         fmt_int(r.global_batch_sequences),
         fmt_int(r.candidates),
+        fmt_int(r.timed),
         fmt_int(r.estimates),
         fmt_int(r.pruned),
         fmt_int(r.invalid)

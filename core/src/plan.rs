@@ -5,13 +5,19 @@
 //! stated headroom are returned, ranked by step time per sequence (step time itself when
 //! every plan runs the same global batch).
 //!
-//! The search is exact. Step time needs no memory estimate, so every candidate is timed
-//! first and the candidates are visited fastest first; memory is estimated only until
-//! `top` fit. A candidate is skipped without an estimate only when a smaller micro-batch of
-//! the same layout, engine and recomputation (both with, or both without, gradient
+//! The search is exact. Step time needs no memory estimate, so the candidates are visited
+//! fastest first; memory is estimated only until `top` fit. A candidate is timed only when
+//! it can still rank: each layout, engine and recomputation (a family) has a lower bound of
+//! its candidates' step time, whatever their micro-batch
+//! ([`crate::steptime::step_seconds_compute_bound`], then the closer
+//! [`crate::steptime::step_seconds_lower_bound`]), and a family is timed only when the
+//! search reaches its bound (`Order`: the candidates come out in the order of their exact
+//! step times). A candidate is skipped without an estimate only when a smaller micro-batch
+//! of the same layout, engine and recomputation (both with, or both without, gradient
 //! accumulation) already did not fit: memory never falls when the micro-batch grows and the
 //! accumulation steps shrink (1F1B holds `min(stages, accumulation) x micro-batch`
-//! sequences). [`plan_exhaustive`] estimates every candidate; tests check both agree.
+//! sequences). [`plan_exhaustive`] times and estimates every candidate; tests check both
+//! agree, and that the bounds are below every candidate's step time.
 //!
 //! Layout rules (the others are what [`crate::resolve`] accepts): tensor parallelism inside
 //! a node and dividing the attention and KV heads; pipeline stages dividing the layers, or
@@ -166,8 +172,13 @@ pub struct PlanResult {
     /// The global batch asked, in sequences (tokens rounded to whole sequences); a plan's
     /// own is [`Plan::global_batch_sequences`].
     pub global_batch_sequences: u64,
-    /// Layouts x engines x recomputation x micro-batches timed.
+    /// Layouts x engines x recomputation x micro-batches searched.
     pub candidates: u64,
+    /// Of them, the candidates whose step time was worked out: those a lower bound of
+    /// their layout, engine and recomputation's step time
+    /// ([`crate::steptime::step_seconds_lower_bound`]) could not rank behind the plans
+    /// found (every candidate under [`plan_exhaustive`]).
+    pub timed: u64,
     /// Memory estimates computed.
     pub estimates: u64,
     /// Candidates skipped because a smaller micro-batch did not fit.
@@ -293,12 +304,28 @@ fn gpu_counts(min: u64, max: u64, per_node: u64) -> Vec<u64> {
     v
 }
 
-/// A layout, engine and recomputation (the memory-monotone family of a candidate).
+/// A layout, engine and recomputation (the memory-monotone family of a candidate), and
+/// what timing its candidates needs.
 #[derive(Debug, Clone)]
 struct Family {
     layout: Layout,
     engine: usize,
     recompute: Recompute,
+    /// The layout's stage work, `Space::works[work]`.
+    work: usize,
+    bytes: crate::precision::StateBytes,
+    traffic: crate::engines::DpTraffic,
+    /// Its candidates, `Space::candidates[first..end]`, by micro-batch.
+    first: usize,
+    end: usize,
+    /// Sequences of the global batch it runs (per data-parallel rank x ranks): a
+    /// candidate's rank is its step time per sequence.
+    sequences: u64,
+    /// A lower bound of its candidates' step time per sequence, cheap to work out
+    /// ([`crate::steptime::step_seconds_compute_bound`]); a closer one
+    /// ([`crate::steptime::step_seconds_lower_bound`]) is worked out when the search
+    /// reaches it.
+    lower: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -306,9 +333,6 @@ struct Candidate {
     family: usize,
     micro_batch: u64,
     accumulation: u64,
-    seconds: f64,
-    /// Step time per sequence of the global batch: the rank.
-    seconds_per_sequence: f64,
 }
 
 /// A candidate's document (as the plan hands it out), its resolved problem and the
@@ -322,10 +346,13 @@ struct Evaluated {
 /// Everything a search shares.
 struct Space {
     perf: &'static crate::presets::GpuPerf,
+    assumptions: TimeAssumptions,
     base: Config,
     /// The base document resolved: its model is every candidate's.
     model: crate::problem::Resolved,
     engines: Vec<(String, Engine)>,
+    /// The layouts' stage work (step time's), one per layout and per engine split.
+    works: Vec<crate::steptime::LayoutWork>,
     families: Vec<Family>,
     candidates: Vec<Candidate>,
     batch: u64,
@@ -376,7 +403,7 @@ fn validate_request(req: &PlanRequest) -> Result<(), Vec<FieldError>> {
     if e.is_empty() { Ok(()) } else { Err(e.0) }
 }
 
-/// Builds every candidate and times it.
+/// Builds every candidate, and a lower bound of each family's step time.
 fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     validate_request(req)?;
     let mut base = req.config.clone();
@@ -441,6 +468,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     let experts = arch.moe.as_ref().map(|m| m.num_experts);
     let mut families = Vec::new();
     let mut candidates = Vec::new();
+    let mut works = Vec::new();
     for n in gpu_counts(n_min, n_max, per_node) {
         for tp in divisors(n) {
             if !tensor_size_ok(arch, tp, per_node, false) {
@@ -531,7 +559,8 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                 gpus_per_node: per_node,
                                 stage_layers,
                             };
-                            let work = crate::steptime::layout_work(arch, params, &shape, seq);
+                            let work = works.len();
+                            works.push(crate::steptime::layout_work(arch, params, &shape, seq));
                             // the engines that split uneven layers themselves (DeepSpeed's
                             // pipeline) run them as `StageLayers::balanced`, timed for the
                             // first such engine
@@ -555,17 +584,19 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     continue;
                                 }
                                 let (stage_layers, work) = if own_split {
-                                    let (sl, w) = balanced.get_or_insert_with(|| {
+                                    *balanced.get_or_insert_with(|| {
                                         let sl = StageLayers::balanced(layers, pp);
                                         let l = Layout {
                                             stage_layers: sl,
                                             ..shape
                                         };
-                                        (sl, crate::steptime::layout_work(arch, params, &l, seq))
-                                    });
-                                    (*sl, &*w)
+                                        works.push(crate::steptime::layout_work(
+                                            arch, params, &l, seq,
+                                        ));
+                                        (sl, works.len() - 1)
+                                    })
                                 } else {
-                                    (shape.stage_layers, &work)
+                                    (shape.stage_layers, work)
                                 };
                                 let layout = Layout {
                                     sequence_parallel: par.sequence_parallel(tp, cp),
@@ -583,46 +614,47 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                         continue;
                                     }
                                     let family = families.len();
-                                    families.push(Family {
-                                        layout,
-                                        engine: ei,
-                                        recompute: rc,
-                                    });
                                     let bytes = crate::resolve::training_bytes(&training, engine);
                                     let traffic =
                                         engine.traffic(&layout, training.precision, bytes);
-                                    let code = engine.model().model_code();
-                                    let repeats_kv = engine.model().repeats_kv();
-                                    let autocast = engine.runs_autocast(&bytes);
+                                    let first = candidates.len();
                                     for &mb in &mbs {
-                                        training.micro_batch_size = mb;
-                                        training.gradient_accumulation_steps = local / mb;
-                                        let seconds = crate::steptime::step_seconds_with(
-                                            &TimeInputs {
-                                                arch,
-                                                params,
-                                                layout: &layout,
-                                                training: &training,
-                                                traffic,
-                                                bytes,
-                                                perf,
-                                                gpu_arch: &r.gpu.arch,
-                                                assumptions: req.assumptions,
-                                                code,
-                                                autocast,
-                                                ulysses: par.ulysses,
-                                                repeats_kv,
-                                            },
-                                            work,
-                                        );
                                         candidates.push(Candidate {
                                             family,
                                             micro_batch: mb,
                                             accumulation: local / mb,
-                                            seconds,
-                                            seconds_per_sequence: seconds / (local * dp) as f64,
                                         });
                                     }
+                                    let mut f = Family {
+                                        layout,
+                                        engine: ei,
+                                        recompute: rc,
+                                        work,
+                                        bytes,
+                                        traffic,
+                                        first,
+                                        end: candidates.len(),
+                                        sequences: local * dp,
+                                        lower: 0.0,
+                                    };
+                                    // the bound of every split of the rank's sequences:
+                                    // worked out on the largest micro-batch
+                                    if let Some(c) = candidates.last().filter(|_| f.end > first) {
+                                        training.micro_batch_size = c.micro_batch;
+                                        training.gradient_accumulation_steps = c.accumulation;
+                                        f.lower = crate::steptime::step_seconds_compute_bound(
+                                            &time_inputs(
+                                                &r,
+                                                perf,
+                                                req.assumptions,
+                                                &f,
+                                                engine,
+                                                &training,
+                                            ),
+                                            &works[work],
+                                        ) / f.sequences as f64;
+                                    }
+                                    families.push(f);
                                 }
                             }
                         }
@@ -634,14 +666,122 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     let capacity_limit = capacity_limit(r.gpu.memory_bytes, req.min_headroom);
     Ok(Space {
         perf,
+        assumptions: req.assumptions,
         base,
         model: r,
         engines,
+        works,
         families,
         candidates,
         batch,
         capacity_limit,
     })
+}
+
+/// What step time needs of a family's candidate whose `training` section is given (the
+/// candidate's micro-batch, accumulation and recomputation set).
+fn time_inputs<'a>(
+    model: &'a crate::problem::Resolved,
+    perf: &'a crate::presets::GpuPerf,
+    assumptions: TimeAssumptions,
+    f: &'a Family,
+    engine: &Engine,
+    training: &'a crate::config::Training,
+) -> TimeInputs<'a> {
+    TimeInputs {
+        arch: &model.arch,
+        params: &model.params,
+        layout: &f.layout,
+        training,
+        traffic: f.traffic,
+        bytes: f.bytes,
+        perf,
+        gpu_arch: &model.gpu.arch,
+        assumptions,
+        code: engine.model().model_code(),
+        autocast: engine.runs_autocast(&f.bytes),
+        ulysses: engine.parallelism().ulysses,
+        repeats_kv: engine.model().repeats_kv(),
+    }
+}
+
+/// The candidates of a [`Space`] fastest first (least step time per sequence; ties in
+/// enumeration order), lazily: a heap of the families' lower bounds and the timed
+/// candidates' step times. A family popped by its cheap bound has its closer bound worked
+/// out and pushed; popped by that, its candidates are timed and pushed by their own step
+/// times (never below the bounds). So a candidate is yielded only when every entry left is
+/// at least its step time, and every candidate not timed is at least its bound: the order
+/// is exact. Popped only as far as the search goes (usually a few hundred of 10^5
+/// candidates), so that the families whose bound already ranks them behind the plans found
+/// are never timed.
+struct Order<'a> {
+    sp: &'a Space,
+    /// (step time per sequence or its bound, as bits: finite and non-negative, they order
+    /// as the numbers; the candidate, a family by its first; [`Entry`]).
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, Entry)>>,
+    /// Candidates timed so far.
+    timed: u64,
+}
+
+/// What a heap entry of [`Order`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Entry {
+    /// A family by its cheap bound.
+    Compute,
+    /// A family by its closer bound.
+    Bound,
+    /// A candidate by its step time (seconds, as bits).
+    Timed(u64),
+}
+
+impl Iterator for Order<'_> {
+    /// A candidate's index and its step time, seconds.
+    type Item = (usize, f64);
+    fn next(&mut self) -> Option<(usize, f64)> {
+        use std::cmp::Reverse;
+        loop {
+            let Reverse((key, i, entry)) = self.heap.pop()?;
+            let sp = self.sp;
+            let f = &sp.families[sp.candidates[i].family];
+            let engine = &sp.engines[f.engine].1;
+            let mut training = sp.base.training.clone();
+            training.activation_checkpointing = f.recompute;
+            match entry {
+                Entry::Timed(s) => return Some((i, f64::from_bits(s))),
+                Entry::Compute => {
+                    // the closer bound, on the largest micro-batch (see its conditions)
+                    let c = &sp.candidates[f.end - 1];
+                    training.micro_batch_size = c.micro_batch;
+                    training.gradient_accumulation_steps = c.accumulation;
+                    let bound = crate::steptime::step_seconds_lower_bound(
+                        &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
+                        &sp.works[f.work],
+                    ) / f.sequences as f64;
+                    // never below the bound popped: keys leave the heap in order
+                    let key = key.max(bound.max(0.0).to_bits());
+                    self.heap.push(Reverse((key, i, Entry::Bound)));
+                    continue;
+                }
+                Entry::Bound => {}
+            }
+            for ci in f.first..f.end {
+                let c = &sp.candidates[ci];
+                training.micro_batch_size = c.micro_batch;
+                training.gradient_accumulation_steps = c.accumulation;
+                let seconds = crate::steptime::step_seconds_with(
+                    &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
+                    &sp.works[f.work],
+                );
+                let per_sequence = seconds / f.sequences as f64;
+                self.heap.push(Reverse((
+                    per_sequence.max(0.0).to_bits(),
+                    ci,
+                    Entry::Timed(seconds.to_bits()),
+                )));
+            }
+            self.timed += (f.end - f.first) as u64;
+        }
+    }
 }
 
 impl Space {
@@ -706,13 +846,20 @@ impl Space {
         })
     }
 
-    fn plan(&self, rank: u64, c: &Candidate, e: Evaluated, a: TimeAssumptions) -> Plan {
+    fn plan(
+        &self,
+        rank: u64,
+        c: &Candidate,
+        seconds: f64,
+        e: Evaluated,
+        a: TimeAssumptions,
+    ) -> Plan {
         let f = &self.families[c.family];
         // the step time of the resolved problem: the same function on the resolved layout
         let step = crate::steptime::step_time_with(&e.resolved, self.perf, a);
         // the search timed the layout it built; the resolved problem must agree
         debug_assert!(
-            (step.seconds - c.seconds).abs() <= 1e-9 * c.seconds,
+            (step.seconds - seconds).abs() <= 1e-9 * seconds,
             "search and resolved step times differ for {}",
             self.summary(c)
         );
@@ -734,31 +881,26 @@ impl Space {
         }
     }
 
-    /// Candidate indices fastest first (least step time per sequence; ties in enumeration
-    /// order), lazily: a heap built in linear time, popped only as far as the search goes
-    /// (usually a few hundred of 10^5 candidates).
-    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+    /// The candidates fastest first ([`Order`]): a heap of the families' bounds, built in
+    /// linear time.
+    fn order(&self) -> Order<'_> {
         use std::cmp::Reverse;
-        // step times are finite and non-negative, where the bits order as the numbers
-        let mut heap: std::collections::BinaryHeap<Reverse<(u64, usize)>> = self
-            .candidates
+        let heap = self
+            .families
             .iter()
-            .enumerate()
-            .map(|(i, c)| Reverse((c.seconds_per_sequence.max(0.0).to_bits(), i)))
+            .filter(|f| f.end > f.first)
+            .map(|f| Reverse((f.lower.max(0.0).to_bits(), f.first, Entry::Compute)))
             .collect();
-        std::iter::from_fn(move || heap.pop().map(|Reverse((_, i))| i))
+        Order {
+            sp: self,
+            heap,
+            timed: 0,
+        }
     }
 
     /// The result of a search that kept `plans` (at most `top`): fewer than `top` means the
     /// search visited every candidate, so they are all that fit.
-    fn result(
-        &self,
-        plans: Vec<Plan>,
-        top: u64,
-        estimates: u64,
-        pruned: u64,
-        invalid: u64,
-    ) -> PlanResult {
+    fn result(&self, plans: Vec<Plan>, top: u64, counts: Counts) -> PlanResult {
         let message = match plans.first() {
             Some(p) => format!(
                 "{}; fastest: {} ({:.2} s per step, {:.0} tokens/s per GPU)",
@@ -780,12 +922,22 @@ impl Space {
             plans,
             global_batch_sequences: self.batch,
             candidates: self.candidates.len() as u64,
-            estimates,
-            pruned,
-            invalid,
+            timed: counts.timed,
+            estimates: counts.estimates,
+            pruned: counts.pruned,
+            invalid: counts.invalid,
             message,
         }
     }
+}
+
+/// What a search did (see [`PlanResult`]).
+#[derive(Default)]
+struct Counts {
+    timed: u64,
+    estimates: u64,
+    pruned: u64,
+    invalid: u64,
 }
 
 /// The most a plan may need on a GPU of `gpu_memory_bytes` that must keep `min_headroom`
@@ -800,52 +952,134 @@ pub fn plan(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
     let sp = space(req)?;
     // smallest micro-batch known not to fit, per family and "accumulates" flag
     let mut failed: HashMap<(usize, bool), u64> = HashMap::new();
-    let (mut estimates, mut pruned, mut invalid) = (0u64, 0u64, 0u64);
+    let mut n = Counts::default();
     let mut plans = Vec::new();
-    for i in sp.order() {
+    let mut order = sp.order();
+    for (i, seconds) in order.by_ref() {
         if plans.len() as u64 >= req.top {
             break;
         }
         let c = &sp.candidates[i];
         let key = (c.family, c.accumulation > 1);
         if failed.get(&key).is_some_and(|&mb| c.micro_batch >= mb) {
-            pruned += 1;
+            n.pruned += 1;
             continue;
         }
-        estimates += 1;
+        n.estimates += 1;
         let Some(e) = sp.evaluate(c) else {
-            invalid += 1;
+            n.invalid += 1;
             continue;
         };
         if e.estimate.total_bytes <= sp.capacity_limit {
-            plans.push(sp.plan(plans.len() as u64 + 1, c, e, req.assumptions));
+            plans.push(sp.plan(plans.len() as u64 + 1, c, seconds, e, req.assumptions));
         } else {
             let e = failed.entry(key).or_insert(u64::MAX);
             *e = (*e).min(c.micro_batch);
         }
     }
-    Ok(sp.result(plans, req.top, estimates, pruned, invalid))
+    n.timed = order.timed;
+    Ok(sp.result(plans, req.top, n))
 }
 
 /// [`plan`] without pruning: every candidate estimated (for tests and benchmarks).
 pub fn plan_exhaustive(req: &PlanRequest) -> Result<PlanResult, Vec<FieldError>> {
     let sp = space(req)?;
-    let (mut estimates, mut invalid) = (0u64, 0u64);
+    let mut n = Counts::default();
     let mut fitting = Vec::new();
-    for i in sp.order() {
+    let mut order = sp.order();
+    for (i, seconds) in order.by_ref() {
         let c = &sp.candidates[i];
-        estimates += 1;
+        n.estimates += 1;
         match sp.evaluate(c) {
-            Some(e) if e.estimate.total_bytes <= sp.capacity_limit => fitting.push((i, e)),
+            Some(e) if e.estimate.total_bytes <= sp.capacity_limit => fitting.push((i, seconds, e)),
             Some(_) => {}
-            None => invalid += 1,
+            None => n.invalid += 1,
         }
     }
+    n.timed = order.timed;
     let plans = fitting
         .into_iter()
         .take(req.top as usize)
         .enumerate()
-        .map(|(k, (i, e))| sp.plan(k as u64 + 1, &sp.candidates[i], e, req.assumptions))
+        .map(|(k, (i, seconds, e))| {
+            sp.plan(k as u64 + 1, &sp.candidates[i], seconds, e, req.assumptions)
+        })
         .collect();
-    Ok(sp.result(plans, req.top, estimates, 0, invalid))
+    Ok(sp.result(plans, req.top, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both of every family's lower bounds are at most each of its candidates' step time
+    /// per sequence (what makes the lazy order exact), on searches over dense and MoE
+    /// models, every engine, recomputation option and micro-batch, pipeline, context and
+    /// expert layouts, eager attention and LoRA.
+    #[test]
+    fn family_bounds_are_below_their_candidates() {
+        let request = |config: &str, gpus: u64, max: u64| PlanRequest {
+            config: Config::from_json_str(config).unwrap(),
+            num_gpus: Some(gpus),
+            max_gpus: Some(max),
+            global_batch_tokens: Some(1 << 20),
+            allow_offload: true,
+            ..Default::default()
+        };
+        let requests = [
+            request(
+                r#"{"model": {"preset": "llama-3.1-8b"}, "training": {"seq_len": 4096}}"#,
+                8,
+                32,
+            ),
+            request(
+                r#"{"model": {"preset": "qwen3-30b-a3b"}, "training": {"seq_len": 2048, "precision": "fp8"}}"#,
+                16,
+                16,
+            ),
+            request(
+                r#"{"model": {"preset": "gpt2-xl"}, "training": {"seq_len": 1024, "attention": "eager"}}"#,
+                4,
+                8,
+            ),
+            request(
+                r#"{"model": {"preset": "llama-3.2-1b"}, "training": {"seq_len": 2048, "lora": {"rank": 8}}}"#,
+                2,
+                4,
+            ),
+        ];
+        for req in &requests {
+            let sp = space(req).unwrap();
+            let mut order = sp.order();
+            let mut checked = 0;
+            for (i, seconds) in order.by_ref() {
+                let c = &sp.candidates[i];
+                let f = &sp.families[c.family];
+                let per_sequence = seconds / f.sequences as f64;
+                // the closer bound, as the search works it out (on the largest micro-batch)
+                let mut training = sp.base.training.clone();
+                training.activation_checkpointing = f.recompute;
+                let last = &sp.candidates[f.end - 1];
+                training.micro_batch_size = last.micro_batch;
+                training.gradient_accumulation_steps = last.accumulation;
+                let engine = &sp.engines[f.engine].1;
+                let closer = crate::steptime::step_seconds_lower_bound(
+                    &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
+                    &sp.works[f.work],
+                ) / f.sequences as f64;
+                for (name, bound) in [("cheap", f.lower), ("closer", closer)] {
+                    assert!(
+                        bound <= per_sequence,
+                        "{}: {name} bound {bound} above {per_sequence}",
+                        sp.summary(c),
+                    );
+                    // not a vacuous 0
+                    assert!(bound > 0.0, "{}: {name} bound", sp.summary(c));
+                }
+                checked += 1;
+            }
+            assert_eq!(checked, sp.candidates.len());
+            assert_eq!(order.timed, sp.candidates.len() as u64);
+        }
+    }
 }

@@ -917,7 +917,8 @@ impl Compute {
 
     /// One micro-batch's compute on the stage of work `w`.
     fn stage(&self, w: &StageWork) -> StageCompute {
-        let (per_gpu, eff, bf16_rate, mem_bw) = (self.per_gpu, self.eff, self.bf16_rate, self.mem_bw);
+        let (per_gpu, eff, bf16_rate, mem_bw) =
+            (self.per_gpu, self.eff, self.bf16_rate, self.mem_bw);
         // forward: layer matmuls at the compute dtype's rate, head and attention at bf16
         let layer_mm_fwd = per_gpu * self.layer_mm_seconds(w) / eff;
         let mm_fwd = layer_mm_fwd + per_gpu * w.head_mm / bf16_rate / eff;
@@ -937,7 +938,11 @@ impl Compute {
         } else {
             // attention's backward runs 5 matmuls to forward's 2 (FlashAttention-2, Dao
             // 2023 Sec. 3.1.2)
-            let hw = if self.masked { w.attn_masked } else { w.attn_hw };
+            let hw = if self.masked {
+                w.attn_masked
+            } else {
+                w.attn_hw
+            };
             let f = per_gpu * hw / bf16_rate / self.attn_eff;
             (f, 2.5 * f)
         };
@@ -961,29 +966,23 @@ fn numbers(t: &TimeInputs) -> Numbers {
     )
 }
 
-fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
-    debug_assert_eq!(
-        work.seq_len, t.training.seq_len,
-        "layout work of another length"
-    );
+/// The slowest stage's micro-batch ([`StageTime`], and its work): its compute, elementwise
+/// kernels, recomputation and tensor-, context- and expert-parallel exchanges (see
+/// [`numbers_with`], whose terms take it).
+fn slowest_stage(
+    t: &TimeInputs,
+    work: &LayoutWork,
+    c: &Compute,
+) -> (f64, f64, f64, [f64; 5], StageWork) {
     let (arch, l, tr) = (t.arch, t.layout, t.training);
-    let c = Compute::of(t);
-    let (bf16_rate, mem_bw, act, tokens, per_gpu) = (c.bf16_rate, c.mem_bw, c.act, c.tokens, c.per_gpu);
-    let (tp, pp, cp) = (
+    let (act, tokens, per_gpu) = (c.act, c.tokens, c.per_gpu);
+    let (tp, cp) = (
         l.tensor_parallel_size.max(1),
-        l.pipeline_parallel_size.max(1),
         l.context_parallel_size.max(1),
-    );
-    let v = l.virtual_pipeline_parallel_size.max(1) as f64;
-    let (b, s, m) = (
-        tr.micro_batch_size as f64,
-        tr.seq_len as f64,
-        tr.gradient_accumulation_steps.max(1) as f64,
     );
     let h = arch.hidden_size as f64;
     // seconds per byte of memory traffic (a zero rate gives zero-time terms)
-    let per_byte = if mem_bw > 0.0 { 1.0 / mem_bw } else { 0.0 };
-
+    let per_byte = if c.mem_bw > 0.0 { 1.0 / c.mem_bw } else { 0.0 };
     let tp_bw = link(t.perf, l, tp, 1);
     // each all-reduce's fixed latency; with sequence parallelism an all-gather and a
     // reduce-scatter in its place
@@ -996,7 +995,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let cp_bw = link(t.perf, l, cp, tp);
     let ep = l.expert_parallel_size.max(1);
     let ep_bw = link(t.perf, l, ep, l.expert_tensor_parallel_size.max(1));
-    let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
 
     let ew = elementwise_bytes(
         arch,
@@ -1095,8 +1093,34 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             slowest = (per_mb, compute, forward, rest, *w);
         }
     }
+    slowest
+}
+
+fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
+    debug_assert_eq!(
+        work.seq_len, t.training.seq_len,
+        "layout work of another length"
+    );
+    let (arch, l, tr) = (t.arch, t.layout, t.training);
+    let c = Compute::of(t);
+    let (bf16_rate, act, tokens) = (c.bf16_rate, c.act, c.tokens);
+    let (tp, pp, cp) = (
+        l.tensor_parallel_size.max(1),
+        l.pipeline_parallel_size.max(1),
+        l.context_parallel_size.max(1),
+    );
+    let v = l.virtual_pipeline_parallel_size.max(1) as f64;
+    let (b, s, m) = (
+        tr.micro_batch_size as f64,
+        tr.seq_len as f64,
+        tr.gradient_accumulation_steps.max(1) as f64,
+    );
+    let h = arch.hidden_size as f64;
+
+    let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
+    let (t_mb, t_compute_mb, fwd_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) =
+        slowest_stage(t, work, &c);
     let model_flops_token = work.flops_per_token;
-    let (t_mb, t_compute_mb, fwd_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) = slowest;
     let compute = m * (t_compute_mb - t_ew);
     let bubble = if pp > 1 {
         (pp - 1) as f64 / v * t_mb
@@ -1277,6 +1301,46 @@ pub fn step_seconds(t: &TimeInputs) -> f64 {
 /// `t.training.seq_len`).
 pub fn step_seconds_with(t: &TimeInputs, work: &LayoutWork) -> f64 {
     numbers_with(t, work).seconds()
+}
+
+/// A lower bound of [`step_seconds_with`] for `t`'s layout, engine and recomputation and
+/// its sequences per data-parallel rank (`micro_batch_size x gradient_accumulation_steps`),
+/// however they are split into micro-batches, given the split with the fewest micro-batches
+/// (the largest micro-batch): step time counts, for every micro-batch, the slowest stage's
+/// [`StageTime`] (compute, elementwise kernels, recomputation, TP, CP and EP exchanges;
+/// the other terms are non-negative), each of them proportional to the micro-batch's tokens
+/// but the TP collectives' fixed latency, which the fewest micro-batches pay least often.
+/// Less 1e-9 of itself for the rounding of either sum. The plan search times a candidate
+/// exactly only when this bound does not rank it behind the plans already found.
+pub fn step_seconds_lower_bound(t: &TimeInputs, work: &LayoutWork) -> f64 {
+    let m = t.training.gradient_accumulation_steps.max(1) as f64;
+    let (per_mb, ..) = slowest_stage(t, work, &Compute::of(t));
+    m * per_mb * (1.0 - 1e-9)
+}
+
+/// A cheaper, lower bound below [`step_seconds_lower_bound`] (whose conditions apply): of a
+/// stage's micro-batch only its matmuls and attention kernels, forward, backward and
+/// recomputed (what [`Compute`] works out), without the elementwise kernels and the
+/// exchanges.
+pub fn step_seconds_compute_bound(t: &TimeInputs, work: &LayoutWork) -> f64 {
+    let c = Compute::of(t);
+    let m = t.training.gradient_accumulation_steps.max(1) as f64;
+    let most = work
+        .stages
+        .iter()
+        .map(|w| {
+            let x = c.stage(w);
+            // the recomputation's matmuls and attention, without its elementwise kernels
+            let recompute = match t.training.activation_checkpointing {
+                Recompute::None => 0.0,
+                Recompute::Full => x.layer_mm_fwd + x.attn_fwd,
+                Recompute::Selective => x.attn_fwd,
+                Recompute::SelectiveOp => 0.5 * x.layer_mm_fwd,
+            };
+            x.fwd + x.bwd + recompute
+        })
+        .fold(0.0, f64::max);
+    m * most * (1.0 - 1e-9)
 }
 
 /// Step time of one layout (see the module docs for every term and its source). Pure

@@ -358,7 +358,7 @@ pub fn PlanPanel(
                     });
                     let gib = |b: u64| format!("{:.1}", b as f64 / GIB as f64);
                     view! {
-                        <p id="plan-message">{format!("{} ({} candidates timed, {} memory estimates).", r.message, r.candidates, r.estimates)}</p>
+                        <p id="plan-message">{format!("{} ({} candidates, {} timed, {} memory estimates).", r.message, r.candidates, r.timed, r.estimates)}</p>
                         <p id="plan-current">{current}</p>
                         <div class="plan-scroll">
                         <table id="plan-table" class="breakdown plans">

@@ -130,15 +130,13 @@ fn copies_on_gpu(g: &ParamGroup, ep: u64) -> u64 {
 }
 
 /// One visit of [`for_each_stage_visit`]: a list of parameter groups the stage holds
-/// `times` times, of one decoder-layer kind (`layer`) or of the root and MTP modules
-/// (`None`).
+/// `times` times: the whole group list of a decoder layer of kind `layer` (the same groups
+/// on every stage, whatever `times`), or with `layer` `None` some of the root's and the MTP
+/// modules'.
 pub(crate) struct Visit<'i, 'g> {
     pub groups: &'i mut dyn Iterator<Item = &'g ParamGroup>,
     pub times: u64,
     pub layer: Option<FfnKind>,
-    /// The whole group list of a decoder layer of kind `layer` (the same groups on every
-    /// stage, whatever `times`), not a part of the root's.
-    pub whole_layer: bool,
 }
 
 /// Calls `f` with every list of parameter groups a pipeline stage holds, in the model's
@@ -148,42 +146,37 @@ pub(crate) struct Visit<'i, 'g> {
 pub(crate) fn for_each_stage_visit(r: &Resolved, stage: &Stage, mut f: impl FnMut(Visit)) {
     let a = &r.arch;
     let inv = &r.inventory;
-    let mut visit = |groups: &mut dyn Iterator<Item = &ParamGroup>,
-                     times: u64,
-                     layer: Option<FfnKind>,
-                     whole_layer: bool| {
-        if times > 0 {
-            f(Visit {
-                groups,
-                times,
-                layer,
-                whole_layer,
-            });
-        }
-    };
+    let mut visit =
+        |groups: &mut dyn Iterator<Item = &ParamGroup>, times: u64, layer: Option<FfnKind>| {
+            if times > 0 {
+                f(Visit {
+                    groups,
+                    times,
+                    layer,
+                });
+            }
+        };
     visit(
         &mut inv.dense_layer.iter(),
         stage.dense_layers,
         Some(FfnKind::Dense),
-        true,
     );
     visit(
         &mut inv.moe_layer.iter(),
         stage.moe_layers,
         Some(FfnKind::Moe),
-        true,
     );
     let first = || inv.model.iter().filter(|g| g.part == Part::Embeddings);
     if stage.has_embedding {
-        visit(&mut first(), 1, None, false);
+        visit(&mut first(), 1, None);
     }
     if stage.has_head {
         let mut last = inv.model.iter().filter(|g| g.part != Part::Embeddings);
-        visit(&mut last, 1, None, false);
+        visit(&mut last, 1, None);
         if r.layout.pipeline_parallel_size > 1 && a.tie_word_embeddings {
             // Megatron keeps a copy of the tied word embedding on the last stage for the
             // output layer (its gradients are all-reduced with the first stage's).
-            visit(&mut first().filter(|g| g.name != "wpe"), 1, None, false);
+            visit(&mut first().filter(|g| g.name != "wpe"), 1, None);
         }
     }
     if stage.mtp_layers > 0 {
@@ -195,10 +188,10 @@ pub(crate) fn for_each_stage_visit(r: &Resolved, stage: &Stage, mut f: impl FnMu
             FfnKind::Dense => &inv.dense_layer,
             FfnKind::Moe => &inv.moe_layer,
         };
-        visit(&mut layer.iter(), stage.mtp_layers, Some(kind), true);
-        visit(&mut a.mtp_groups().iter(), stage.mtp_layers, None, false);
+        visit(&mut layer.iter(), stage.mtp_layers, Some(kind));
+        visit(&mut a.mtp_groups().iter(), stage.mtp_layers, None);
         if !stage.has_embedding && !a.tie_word_embeddings {
-            visit(&mut first(), 1, None, false);
+            visit(&mut first(), 1, None);
         }
     }
 }
@@ -497,7 +490,7 @@ pub(crate) fn rank_params(
     // per decoder-layer kind: [elements, linear-weight elements] of one layer
     let mut layers = [[0u64; 2]; 2];
     for_each_stage_visit(r, stage, |v| match (v.layer, cache.as_deref_mut()) {
-        (Some(k), Some(cache)) if v.whole_layer => {
+        (Some(k), Some(cache)) => {
             let (sums, tensors) =
                 cache.0[usize::from(k == FfnKind::Moe)].get_or_insert_with(|| {
                     let mut tensors = Vec::new();

@@ -321,11 +321,6 @@ struct Family {
     /// Sequences of the global batch it runs (per data-parallel rank x ranks): a
     /// candidate's rank is its step time per sequence.
     sequences: u64,
-    /// A lower bound of its candidates' step time per sequence, cheap to work out
-    /// ([`crate::steptime::step_seconds_compute_bound`]); a closer one
-    /// ([`crate::steptime::step_seconds_lower_bound`]) is worked out when the search
-    /// reaches it.
-    lower: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -403,7 +398,7 @@ fn validate_request(req: &PlanRequest) -> Result<(), Vec<FieldError>> {
     if e.is_empty() { Ok(()) } else { Err(e.0) }
 }
 
-/// Builds every candidate, and a lower bound of each family's step time.
+/// Builds every candidate (its family and micro-batch; timed by [`Order`]).
 fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     validate_request(req)?;
     let mut base = req.config.clone();
@@ -604,8 +599,10 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                     ..shape
                                 };
                                 for &rc in &req.recompute {
-                                    let mut training = base.training.clone();
-                                    training.activation_checkpointing = rc;
+                                    let training = crate::config::Training {
+                                        activation_checkpointing: rc,
+                                        ..base.training.clone()
+                                    };
                                     // a recomputation the engine cannot run (torchtitan's
                                     // per-op policy under Megatron) is not a candidate
                                     let mut re = Errors::default();
@@ -625,7 +622,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                             accumulation: local / mb,
                                         });
                                     }
-                                    let mut f = Family {
+                                    families.push(Family {
                                         layout,
                                         engine: ei,
                                         recompute: rc,
@@ -635,26 +632,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                         first,
                                         end: candidates.len(),
                                         sequences: local * dp,
-                                        lower: 0.0,
-                                    };
-                                    // the bound of every split of the rank's sequences:
-                                    // worked out on the largest micro-batch
-                                    if let Some(c) = candidates.last().filter(|_| f.end > first) {
-                                        training.micro_batch_size = c.micro_batch;
-                                        training.gradient_accumulation_steps = c.accumulation;
-                                        f.lower = crate::steptime::step_seconds_compute_bound(
-                                            &time_inputs(
-                                                &r,
-                                                perf,
-                                                req.assumptions,
-                                                &f,
-                                                engine,
-                                                &training,
-                                            ),
-                                            &works[work],
-                                        ) / f.sequences as f64;
-                                    }
-                                    families.push(f);
+                                    });
                                 }
                             }
                         }
@@ -678,33 +656,6 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
     })
 }
 
-/// What step time needs of a family's candidate whose `training` section is given (the
-/// candidate's micro-batch, accumulation and recomputation set).
-fn time_inputs<'a>(
-    model: &'a crate::problem::Resolved,
-    perf: &'a crate::presets::GpuPerf,
-    assumptions: TimeAssumptions,
-    f: &'a Family,
-    engine: &Engine,
-    training: &'a crate::config::Training,
-) -> TimeInputs<'a> {
-    TimeInputs {
-        arch: &model.arch,
-        params: &model.params,
-        layout: &f.layout,
-        training,
-        traffic: f.traffic,
-        bytes: f.bytes,
-        perf,
-        gpu_arch: &model.gpu.arch,
-        assumptions,
-        code: engine.model().model_code(),
-        autocast: engine.runs_autocast(&f.bytes),
-        ulysses: engine.parallelism().ulysses,
-        repeats_kv: engine.model().repeats_kv(),
-    }
-}
-
 /// The candidates of a [`Space`] fastest first (least step time per sequence; ties in
 /// enumeration order), lazily: a heap of the families' lower bounds and the timed
 /// candidates' step times. A family popped by its cheap bound has its closer bound worked
@@ -721,6 +672,8 @@ struct Order<'a> {
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize, Entry)>>,
     /// Candidates timed so far.
     timed: u64,
+    /// The training section step time reads (see [`Space::seconds`]).
+    training: crate::config::Training,
 }
 
 /// What a heap entry of [`Order`] holds.
@@ -743,20 +696,14 @@ impl Iterator for Order<'_> {
             let Reverse((key, i, entry)) = self.heap.pop()?;
             let sp = self.sp;
             let f = &sp.families[sp.candidates[i].family];
-            let engine = &sp.engines[f.engine].1;
-            let mut training = sp.base.training.clone();
-            training.activation_checkpointing = f.recompute;
             match entry {
                 Entry::Timed(s) => return Some((i, f64::from_bits(s))),
                 Entry::Compute => {
-                    // the closer bound, on the largest micro-batch (see its conditions)
-                    let c = &sp.candidates[f.end - 1];
-                    training.micro_batch_size = c.micro_batch;
-                    training.gradient_accumulation_steps = c.accumulation;
-                    let bound = crate::steptime::step_seconds_lower_bound(
-                        &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
-                        &sp.works[f.work],
-                    ) / f.sequences as f64;
+                    let bound = sp.family_bound(
+                        &mut self.training,
+                        f,
+                        crate::steptime::step_seconds_lower_bound,
+                    );
                     // never below the bound popped: keys leave the heap in order
                     let key = key.max(bound.max(0.0).to_bits());
                     self.heap.push(Reverse((key, i, Entry::Bound)));
@@ -765,12 +712,11 @@ impl Iterator for Order<'_> {
                 Entry::Bound => {}
             }
             for ci in f.first..f.end {
-                let c = &sp.candidates[ci];
-                training.micro_batch_size = c.micro_batch;
-                training.gradient_accumulation_steps = c.accumulation;
-                let seconds = crate::steptime::step_seconds_with(
-                    &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
-                    &sp.works[f.work],
+                let seconds = sp.seconds(
+                    &mut self.training,
+                    f,
+                    &sp.candidates[ci],
+                    crate::steptime::step_seconds_with,
                 );
                 let per_sequence = seconds / f.sequences as f64;
                 self.heap.push(Reverse((
@@ -785,6 +731,52 @@ impl Iterator for Order<'_> {
 }
 
 impl Space {
+    /// `time` (one of step time's functions: [`crate::steptime::step_seconds_with`] or a
+    /// lower bound of it) of family `f` at candidate `c`'s micro-batch and accumulation,
+    /// seconds per step. `training` is the base's training section, a copy kept by the
+    /// caller (not made per candidate), whose recomputation, micro-batch and accumulation
+    /// are set here.
+    fn seconds(
+        &self,
+        training: &mut crate::config::Training,
+        f: &Family,
+        c: &Candidate,
+        time: impl Fn(&TimeInputs, &crate::steptime::LayoutWork) -> f64,
+    ) -> f64 {
+        training.activation_checkpointing = f.recompute;
+        training.micro_batch_size = c.micro_batch;
+        training.gradient_accumulation_steps = c.accumulation;
+        let engine = &self.engines[f.engine].1;
+        let inputs = TimeInputs {
+            arch: &self.model.arch,
+            params: &self.model.params,
+            layout: &f.layout,
+            training,
+            traffic: f.traffic,
+            bytes: f.bytes,
+            perf: self.perf,
+            gpu_arch: &self.model.gpu.arch,
+            assumptions: self.assumptions,
+            code: engine.model().model_code(),
+            autocast: engine.runs_autocast(&f.bytes),
+            ulysses: engine.parallelism().ulysses,
+            repeats_kv: engine.model().repeats_kv(),
+        };
+        time(&inputs, &self.works[f.work])
+    }
+
+    /// A lower bound, by `bound`, of family `f`'s step time per sequence whatever its
+    /// micro-batch: worked out on its largest micro-batch, where the bounds hold for every
+    /// split of the rank's sequences (see [`crate::steptime::step_seconds_lower_bound`]).
+    fn family_bound(
+        &self,
+        training: &mut crate::config::Training,
+        f: &Family,
+        bound: impl Fn(&TimeInputs, &crate::steptime::LayoutWork) -> f64,
+    ) -> f64 {
+        self.seconds(training, f, &self.candidates[f.end - 1], bound) / f.sequences as f64
+    }
+
     fn config(&self, c: &Candidate) -> Config {
         let f = &self.families[c.family];
         let l = &f.layout;
@@ -885,16 +877,25 @@ impl Space {
     /// linear time.
     fn order(&self) -> Order<'_> {
         use std::cmp::Reverse;
+        let mut training = self.base.training.clone();
         let heap = self
             .families
             .iter()
             .filter(|f| f.end > f.first)
-            .map(|f| Reverse((f.lower.max(0.0).to_bits(), f.first, Entry::Compute)))
+            .map(|f| {
+                let lower = self.family_bound(
+                    &mut training,
+                    f,
+                    crate::steptime::step_seconds_compute_bound,
+                );
+                Reverse((lower.max(0.0).to_bits(), f.first, Entry::Compute))
+            })
             .collect();
         Order {
             sp: self,
             heap,
             timed: 0,
+            training,
         }
     }
 
@@ -1056,18 +1057,16 @@ mod tests {
                 let c = &sp.candidates[i];
                 let f = &sp.families[c.family];
                 let per_sequence = seconds / f.sequences as f64;
-                // the closer bound, as the search works it out (on the largest micro-batch)
+                // both bounds, as the search works them out
                 let mut training = sp.base.training.clone();
-                training.activation_checkpointing = f.recompute;
-                let last = &sp.candidates[f.end - 1];
-                training.micro_batch_size = last.micro_batch;
-                training.gradient_accumulation_steps = last.accumulation;
-                let engine = &sp.engines[f.engine].1;
-                let closer = crate::steptime::step_seconds_lower_bound(
-                    &time_inputs(&sp.model, sp.perf, sp.assumptions, f, engine, &training),
-                    &sp.works[f.work],
-                ) / f.sequences as f64;
-                for (name, bound) in [("cheap", f.lower), ("closer", closer)] {
+                let cheap = sp.family_bound(
+                    &mut training,
+                    f,
+                    crate::steptime::step_seconds_compute_bound,
+                );
+                let closer =
+                    sp.family_bound(&mut training, f, crate::steptime::step_seconds_lower_bound);
+                for (name, bound) in [("cheap", cheap), ("closer", closer)] {
                     assert!(
                         bound <= per_sequence,
                         "{}: {name} bound {bound} above {per_sequence}",

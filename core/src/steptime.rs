@@ -959,6 +959,22 @@ impl Compute {
     }
 }
 
+/// Seconds a micro-batch's recomputation runs on a stage whose layers' forward matmuls take
+/// `layer_mm_fwd`, its attention kernels `attn_fwd` and its layers' forward elementwise
+/// kernels `ew_fwd`: full recomputation runs the whole forward again, selective the
+/// attention core (Korthikanti et al. 2022), torchtitan's per-op policy every other matmul
+/// and every elementwise kernel (`activation_checkpoint.py` `_save_list` keeps matmul and
+/// attention outputs only).
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+fn recomputed(rc: Recompute, layer_mm_fwd: f64, attn_fwd: f64, ew_fwd: f64) -> f64 {
+    match rc {
+        Recompute::None => 0.0,
+        Recompute::Full => layer_mm_fwd + attn_fwd + ew_fwd,
+        Recompute::Selective => attn_fwd,
+        Recompute::SelectiveOp => 0.5 * layer_mm_fwd + ew_fwd,
+    }
+}
+
 fn numbers(t: &TimeInputs) -> Numbers {
     numbers_with(
         t,
@@ -1027,14 +1043,7 @@ fn slowest_stage(
             fwd,
             bwd,
         } = c.stage(w);
-        // the layers' forward elementwise kernels run again under full and per-op
-        // recomputation (torchtitan's `_save_list` keeps matmul and attention outputs only)
-        let recompute = match tr.activation_checkpointing {
-            Recompute::None => 0.0,
-            Recompute::Full => layer_mm_fwd + attn_fwd + ew_fwd,
-            Recompute::Selective => attn_fwd,
-            Recompute::SelectiveOp => 0.5 * layer_mm_fwd + ew_fwd,
-        };
+        let recompute = recomputed(tr.activation_checkpointing, layer_mm_fwd, attn_fwd, ew_fwd);
         // the layers' exchanges run in every forward (twice under full recomputation) and in
         // backward
         let fwd_passes = if tr.activation_checkpointing == Recompute::Full {
@@ -1331,12 +1340,12 @@ pub fn step_seconds_compute_bound(t: &TimeInputs, work: &LayoutWork) -> f64 {
         .map(|w| {
             let x = c.stage(w);
             // the recomputation's matmuls and attention, without its elementwise kernels
-            let recompute = match t.training.activation_checkpointing {
-                Recompute::None => 0.0,
-                Recompute::Full => x.layer_mm_fwd + x.attn_fwd,
-                Recompute::Selective => x.attn_fwd,
-                Recompute::SelectiveOp => 0.5 * x.layer_mm_fwd,
-            };
+            let recompute = recomputed(
+                t.training.activation_checkpointing,
+                x.layer_mm_fwd,
+                x.attn_fwd,
+                0.0,
+            );
             x.fwd + x.bwd + recompute
         })
         .fold(0.0, f64::max);

@@ -3,33 +3,17 @@
 use calc_core::solve::{Target, solve};
 use calc_core::{Config, estimate};
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
-use serde_json::json;
+
+mod cases;
 
 fn cfg(v: serde_json::Value) -> Config {
     Config::from_value(v).unwrap()
 }
 
 fn benches(c: &mut Criterion) {
-    let training = cfg(json!({
-        "model": {"preset": "llama-3.1-8b"},
-        "training": {"seq_len": 4096, "activation_checkpointing": "full", "attention": "flash"},
-        "engine": {"type": "deepspeed", "zero_stage": 3},
-        "hardware": {"num_gpus": 8, "gpu": "h100-80gb"}
-    }));
-    // 61 layers: 7 + 6 x 8 + 6 (the first and last stages carry the embedding and head)
-    let moe = cfg(json!({
-        "model": {"preset": "deepseek-v3"},
-        "training": {"seq_len": 4096, "activation_checkpointing": "full", "attention": "flash"},
-        "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": 8, "expert_parallel_size": 8,
-                        "first_pipeline_stage_layers": 7, "last_pipeline_stage_layers": 6},
-        "engine": {"type": "megatron", "distributed_optimizer": true},
-        "hardware": {"num_gpus": 512, "gpu": "h100-80gb"}
-    }));
-    let serving = cfg(json!({
-        "mode": "inference", "model": {"preset": "llama-3.1-70b"},
-        "inference": {"engine": "vllm", "weight_format": "fp8", "context_len": 16000},
-        "parallelism": {"tensor_parallel_size": 2}, "hardware": {"num_gpus": 2, "gpu": "h100-80gb"}
-    }));
+    // the cases `core/examples/peak_loop.rs` counts the instructions of
+    let case = |name| cfg(cases::case(name).unwrap());
+    let (training, moe, serving) = (case("zero3"), case("moe"), case("vllm"));
     let text = training.to_json_pretty();
     c.bench_function("parse + estimate (Llama-3.1-8B ZeRO-3)", |b| {
         b.iter(|| estimate(&Config::from_json_str(black_box(&text)).unwrap()))

@@ -7,14 +7,14 @@
 //! | term | seconds | source |
 //! |---|---|---|
 //! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
-//! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion |
+//! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits; under torchao's float8 the casts of the converted linears' inputs, output gradients and weights): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`; [`float8_cast_bytes`]) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion; torchao `float8_linear.py`, `float8_scaling_utils.py`, `float8_ops.py` |
 //! | recomputation | forward again: full (all layers, their elementwise kernels too), selective (attention core), selective per op (every other matmul and every elementwise kernel, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter; each collective also its fixed latency ([`nccl_latency`]) | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter; DeepSpeed-Ulysses (both DeepSpeed engines) instead all-to-alls the query, key, value and output, `(cp - 1) / cp` of each, forward (again when recomputed) and backward, not overlapped ([`ulysses_elements`]) | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel; DeepSpeed `sequence/layer.py` `DistributedAttention`, `runtime/sequence_parallel/ulysses_sp.py` |
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`DpTraffic::reuse_distance`, `regathered`); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -29,7 +29,8 @@
 //! bandwidth. Links at their datasheet bandwidth. Each collective's latency by NCCL's own
 //! model ([`nccl_latency`]); not counted for the CP, EP and pipeline exchanges
 //! (point-to-point). Not modelled: kernel launch gaps, communication slowing concurrent
-//! compute, `torch.compile` beyond its elementwise fusion, Float8's casts and scales,
+//! compute, `torch.compile` beyond its elementwise fusion, Transformer Engine's float8 casts
+//! (fused into its norm, activation and cast-transpose kernels),
 //! asynchronous TP and Megatron's TP communication overlap (`--tp-comm-overlap`, Transformer
 //! Engine userbuffers), the CPU optimizer step of offloading engines, the vision tower.
 //!
@@ -457,10 +458,21 @@ fn collective_count(c: Collectives, w: &StageWork, modules: f64) -> f64 {
 fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> LayerModules {
     let groups = arch.layer_groups(kind);
     let (mut float8, mut float8_whole) = (0u64, 0u64);
+    let mut casts = Float8Casts::default();
+    // the attention's and the MLP's projections that read the layer's normed hidden state
+    let (mut attn_reads_hidden, mut mlp_reads_hidden) = (false, false);
+    let h = arch.hidden_size;
+    let mut numel = Vec::with_capacity(groups.len());
     let largest = groups
         .iter()
         .map(|g| {
             let shapes = g.rank_shapes(tp);
+            numel.push(
+                shapes
+                    .iter()
+                    .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies))
+                    .fold(0u64, u64::saturating_add),
+            );
             if g.float8_linear() {
                 // the weight, the first shape
                 float8 += shapes[0].0 * shapes[0].1 * g.copies;
@@ -471,6 +483,28 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
                 } = g.shape
                 {
                     float8_whole += in_features * out_features * g.copies;
+                    let (out_rank, in_rank) = shapes[0];
+                    let n = g.copies as f64;
+                    if g.tp == crate::model::TpSplit::Row {
+                        // its own input (the attention output, the MLP intermediate), a
+                        // shard; its output the hidden state
+                        casts.inputs_other += n * in_rank as f64;
+                        if out_features == h {
+                            casts.grads_hidden += n;
+                        } else {
+                            casts.grads_other += n * out_rank as f64;
+                        }
+                    } else {
+                        if in_features == h {
+                            match g.part {
+                                crate::model::Part::Attention => attn_reads_hidden = true,
+                                _ => mlp_reads_hidden = true,
+                            }
+                        } else {
+                            casts.inputs_other += n * in_features as f64;
+                        }
+                        casts.grads_other += n * out_rank as f64;
+                    }
                 }
             }
             shapes
@@ -480,22 +514,81 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
                 .unwrap_or(0)
         })
         .collect();
+    // q, k and v (gate and up) cast their shared input once: torchtitan's
+    // `PrepareFloat8ModuleInput` under tensor parallelism, AOTAutograd's `fx_graph_cse` in a
+    // compiled block; a parallel block's attention and MLP read the same normed input
+    casts.inputs_hidden = match (arch.parallel_attention, attn_reads_hidden, mlp_reads_hidden) {
+        (true, a, m) => (a || m) as u8 as f64,
+        (false, a, m) => a as u8 as f64 + m as u8 as f64,
+    };
     LayerModules {
         largest,
+        numel,
         float8_rank: float8 as f64,
         float8: float8_whole as f64,
+        casts,
     }
+}
+
+/// The activations one decoder layer's float8 linears cast to float8, per token on one
+/// tensor-parallel rank (see [`float8_cast_bytes`]): hidden-sized tensors counted (a token
+/// holds `h` of each, `h / tp` under sequence parallelism, where torchtitan's
+/// `Float8ColwiseParallel` casts before the all-gather and the output gradient arrives
+/// reduce-scattered), the others in elements.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Float8Casts {
+    /// Distinct hidden-sized linear inputs (the normed hidden state the attention's and the
+    /// MLP's column-parallel projections read).
+    pub inputs_hidden: f64,
+    /// Elements of the other inputs (row-parallel projections' shards, MLA's low-rank
+    /// inputs).
+    pub inputs_other: f64,
+    /// Hidden-sized output gradients (row-parallel projections').
+    pub grads_hidden: f64,
+    /// Elements of the other output gradients (column-parallel projections' shards).
+    pub grads_other: f64,
+}
+
+/// Bytes torchao's float8 training (`convert_to_float8_training`, tensorwise dynamic
+/// scaling, torchtitan's and accelerate's float8) moves per token to cast one layer's
+/// activations (`casts`; `hid` elements in a hidden-sized tensor per token, `e` the
+/// activation dtype's bytes), forward and backward, torchao `float8/float8_linear.py` at
+/// v0.7 (`Float8Linear.forward`, `manual_float8_matmul_with_args_in_float8`),
+/// `float8_scaling_utils.py` `hp_tensor_to_float8_dynamic`, `float8_ops.py`
+/// `preprocess_addmm`:
+/// * each input: its `amax` (`tensor_to_amax`, a reduction, reads `e`), then the scaled cast
+///   to e4m3 (`hp_tensor_and_scale_to_float8`, reads `e`, writes 1), forward; in backward
+///   the saved float8 input made column-major for the weight gradient's `_scaled_mm`
+///   (`b_data.t().contiguous().t()`, 1 each way): `2e + 1` forward, `2` backward;
+/// * each output gradient (`NoopFwToFloat8BwDynamic` to e5m2): `amax` and cast, then its
+///   transpose made row-major for the weight gradient (`a_data.contiguous()`): `2e + 3`
+///   backward.
+///
+/// Each kernel as `torch.compile` runs it (the reduction apart from the pointwise cast it
+/// scales); eager's separate `abs`, `max`, multiply, clamp and cast kernels move more and
+/// are not counted (torchao's float8 training is documented for compiled models).
+pub fn float8_cast_bytes(casts: &Float8Casts, hid: f64, e: f64) -> (f64, f64) {
+    let inputs = casts.inputs_hidden * hid + casts.inputs_other;
+    let grads = casts.grads_hidden * hid + casts.grads_other;
+    (
+        inputs * (2.0 * e + 1.0),
+        inputs * 2.0 + grads * (2.0 * e + 3.0),
+    )
 }
 
 /// [`layer_modules`]: one decoder layer's sub-modules and float8 linear weights.
 struct LayerModules {
     /// The largest parameter of each sub-module on one tensor-parallel rank (elements).
     largest: Vec<u64>,
+    /// Each sub-module's elements on one tensor-parallel rank, in forward order.
+    numel: Vec<u64>,
     /// Elements of the float8 linear weights on one tensor-parallel rank.
     float8_rank: f64,
     /// Elements of the float8 linear weights of the whole layer (its float8 matmuls' FLOPs
     /// per token are twice these).
     float8: f64,
+    /// The activations its float8 linears cast.
+    casts: Float8Casts,
 }
 
 /// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one
@@ -520,6 +613,43 @@ fn fetched_modules(work: &LayoutWork, w: &StageWork, threshold: u64) -> (f64, f6
         dense
     };
     (modules, first)
+}
+
+/// DeepSpeed ZeRO-3 under full recomputation: the parameter elements of stage `w` gathered
+/// a third time per micro-batch, and the sub-modules they are fetched as. Each decoder
+/// layer's recomputed forward fetches its sub-modules `M1 .. Mk` and releases each after
+/// use (`post_sub_module_forward_function`) unless its next use, its own backward, lies
+/// less than `reuse_distance` elements of fetches ahead (`__params_to_release` walks the
+/// recorded module order, summing every module's elements, persistent ones too): between
+/// them run `M(i+1) .. Mk` recomputed and `Mk .. M(i+1)` in backward, `2 sum(n_j, j > i)`
+/// elements. A released sub-module is all-gathered again for its backward; one under the
+/// persistence threshold (`threshold`, its largest parameter) is never released. The
+/// sub-modules are taken in [`ModelArch::layer_groups`]' order (norms first, persistent
+/// under the default threshold, then attention and MLP in forward order).
+fn regathered(work: &LayoutWork, w: &StageWork, reuse_distance: u64, threshold: u64) -> (f64, f64) {
+    let layer = |numel: &[u64], largest: &[u64]| {
+        let (mut after, mut elements, mut modules) = (0u64, 0u64, 0u64);
+        for (&n, &big) in numel.iter().zip(largest).rev() {
+            if big > threshold && after.saturating_mul(2) >= reuse_distance {
+                elements += n;
+                modules += 1;
+            }
+            after = after.saturating_add(n);
+        }
+        (elements as f64, modules as f64)
+    };
+    let dense = layer(&work.module_numel[0], &work.module_elements[0]);
+    let moe = if w.moe_layers > 0 {
+        layer(&work.module_numel[1], &work.module_elements[1])
+    } else {
+        (0.0, 0.0)
+    };
+    let n_dense = w.dense_layers() as f64;
+    let n_moe = w.moe_layers as f64;
+    (
+        n_dense * dense.0 + n_moe * moe.0,
+        n_dense * dense.1 + n_moe * moe.1,
+    )
 }
 
 /// Bytes that eager attention's elementwise kernels read and write per attention score
@@ -609,7 +739,8 @@ pub fn eager_score_bytes(
 /// gradient is written in the forward, `2e`.
 ///
 /// Not counted: autocast's fp32 promotion of `layer_norm` (its output is then fp32), MoE
-/// token permutation copies, embedding lookups, Float8's casts and scale reductions, QLoRA's
+/// token permutation copies, embedding lookups, float8's casts (step time adds torchao's:
+/// [`float8_cast_bytes`]), QLoRA's
 /// dequantization of its 4-bit weights, LoRA's adapter paths, the vision tower; composite
 /// activations (`gelu_new`'s tanh formula) count as one kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -759,6 +890,11 @@ pub struct LayoutWork {
     /// [`layer_modules`]' largest parameters of a dense and of a MoE decoder layer (empty
     /// without MoE layers), on one of the layout's tensor-parallel ranks.
     module_elements: [Vec<u64>; 2],
+    /// [`layer_modules`]' elements of each sub-module of a dense and of a MoE decoder layer
+    /// in forward order, on one of the layout's tensor-parallel ranks.
+    module_numel: [Vec<u64>; 2],
+    /// The activations a dense and a MoE decoder layer's float8 linears cast.
+    float8_casts: [Float8Casts; 2],
 }
 
 /// [`LayoutWork`] of `layout` for sequences of `seq_len` tokens.
@@ -777,8 +913,10 @@ pub fn layout_work(
     } else {
         LayerModules {
             largest: Vec::new(),
+            numel: Vec::new(),
             float8_rank: 0.0,
             float8: 0.0,
+            casts: Float8Casts::default(),
         }
     };
     let mut stages: Vec<StageWork> = Vec::new();
@@ -794,7 +932,9 @@ pub fn layout_work(
         stages,
         flops_per_token,
         seq_len,
+        float8_casts: [dense.casts, moe.casts],
         module_elements: [dense.largest, moe.largest],
+        module_numel: [dense.numel, moe.numel],
     }
 }
 
@@ -997,6 +1137,12 @@ fn slowest_stage(
         l.context_parallel_size.max(1),
     );
     let h = arch.hidden_size as f64;
+    // a hidden-sized tensor's elements per token on one GPU
+    let hid = if l.sequence_parallel {
+        h / tp as f64
+    } else {
+        h
+    };
     // seconds per byte of memory traffic (a zero rate gives zero-time terms)
     let per_byte = if c.mem_bw > 0.0 { 1.0 / c.mem_bw } else { 0.0 };
     let tp_bw = link(t.perf, l, tp, 1);
@@ -1034,6 +1180,27 @@ fn slowest_stage(
             (tokens * ew.loss.0 * per_byte, tokens * ew.loss.1 * per_byte)
         } else {
             (0.0, 0.0)
+        };
+        // torchao's float8 casts of the converted linears' activations (per token) and
+        // weights (per micro-batch: forward's cast, done before the all-gather under FSDP2's
+        // float8 all-gather; backward's column-major copy)
+        let (ew_fwd, ew_bwd) = if c.converted_only {
+            let [dense, moe] = &work.float8_casts;
+            let (d, m) = (
+                float8_cast_bytes(dense, hid, act),
+                float8_cast_bytes(moe, hid, act),
+            );
+            let weight_fwd = if t.traffic.float8_gather {
+                0.0
+            } else {
+                2.0 * act + 1.0
+            };
+            (
+                ew_fwd + layers_ew(d.0, m.0) + w.float8_rank * weight_fwd * per_byte,
+                ew_bwd + layers_ew(d.1, m.1) + w.float8_rank * 2.0 * per_byte,
+            )
+        } else {
+            (ew_fwd, ew_bwd)
         };
         let elementwise = ew_fwd + ew_bwd + loss_fwd + loss_bwd;
         let StageCompute {
@@ -1187,7 +1354,21 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     };
     // one pass of parameter all-gathers over the stage
     let gather_pass = gather_of(pr, w.float8_rank, gather_ops);
-    let gathers = d.gathers_per_micro_batch as f64 * gather_pass;
+    // ZeRO-3's sub-modules released after the recomputed forward and gathered again for
+    // their backward (none without full recomputation or a persistence threshold)
+    let (regathered_elements, regather) = match (d.reuse_distance, d.gather_ops) {
+        (
+            Some(reuse),
+            Collectives::Modules {
+                persistence_threshold,
+            },
+        ) if g > 1 && tr.activation_checkpointing == Recompute::Full => {
+            let (elements, ops) = regathered(work, &w, reuse, persistence_threshold);
+            (elements, gather_of(elements, 0.0, ops))
+        }
+        _ => (0.0, 0.0),
+    };
+    let gathers = d.gathers_per_micro_batch as f64 * gather_pass + regather;
     let after_step = if d.gather_after_step {
         gather_pass
     } else {
@@ -1230,7 +1411,8 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         } else {
             (0.0, 0.0)
         };
-        let mut bwd_comm = d.gathers_per_micro_batch.saturating_sub(1) as f64 * gather_pass;
+        let mut bwd_comm =
+            d.gathers_per_micro_batch.saturating_sub(1) as f64 * gather_pass + regather;
         let mut bwd_edges = 0.0;
         if d.reduce_every_micro_batch {
             bwd_comm += reduce;
@@ -1263,7 +1445,9 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         HostTransfers::Optimizer => pr / shard * (d.grad_bytes + d.param_bytes) as f64 / pcie,
         HostTransfers::OptimizerAndParams => {
             pr / shard * (d.grad_bytes + d.param_bytes) as f64 / pcie
-                + m * d.gathers_per_micro_batch as f64 * pr / shard * d.param_bytes as f64 / pcie
+                + m * (d.gathers_per_micro_batch as f64 * pr + regathered_elements) / shard
+                    * d.param_bytes as f64
+                    / pcie
         }
     };
     let by = t.bytes;

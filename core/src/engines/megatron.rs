@@ -95,6 +95,7 @@ impl EngineModel for MegatronOptions {
             gather_ops: buckets,
             reduce_ops: buckets,
             float8_gather: false,
+            reuse_distance: None,
         }
     }
 }

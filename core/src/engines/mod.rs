@@ -339,6 +339,13 @@ pub struct DpTraffic {
     /// the rest in `param_bytes` (FSDP2 `float8_all_gather`, torchao
     /// `fsdp_pre_all_gather`).
     pub float8_gather: bool,
+    /// DeepSpeed ZeRO-3's `stage3_max_reuse_distance` (elements): under full recomputation
+    /// a sub-module released after its recomputed forward stays gathered for its backward
+    /// only when fewer elements of fetches lie between the two uses (the recomputed
+    /// forward's later sub-modules and their backward); else it is all-gathered again
+    /// (`partitioned_param_coordinator.py` `__params_to_release`). `None` for engines whose
+    /// units stay gathered from the recomputed forward into their backward.
+    pub reuse_distance: Option<u64>,
 }
 
 /// How many collectives a pass of data-parallel traffic over a stage's parameters is

@@ -59,7 +59,9 @@ impl ZeroOptions {
     /// all-reduces the gradients at the accumulation boundary; stage 1 reduce-scatters
     /// them there, stage 2 in every backward (its gradients are partitioned), both
     /// all-gathering the updated parameters after the step; stage 3 all-gathers each
-    /// module's parameters in forward and again in backward and reduce-scatters every
+    /// module's parameters in forward and again in backward (under full recomputation a
+    /// third time for the sub-modules `stage3_max_reuse_distance` lets go after their
+    /// recomputed forward, [`DpTraffic::reuse_distance`]) and reduce-scatters every
     /// backward. Gradients travel in the model dtype (`communication_data_type` default).
     /// Overlapped with compute when `overlap_comm` (default on at stage 3 only).
     fn zero_traffic(&self, l: &Layout, b: StateBytes) -> DpTraffic {
@@ -108,6 +110,11 @@ impl ZeroOptions {
                 elements: self.reduce_bucket_size.max(1),
             },
             float8_gather: false,
+            reuse_distance: if stage == 3 {
+                Some(self.stage3_max_reuse_distance)
+            } else {
+                None
+            },
         }
     }
 

@@ -564,16 +564,21 @@ pub struct Float8Casts {
 ///   transpose made row-major for the weight gradient (`a_data.contiguous()`): `2e + 3`
 ///   backward.
 ///
+/// Without weight gradients (`weight_grads` false: LoRA's frozen base) neither copy for the
+/// weight gradient is made: the output gradient's amax and cast only, `2e + 1`.
+///
 /// Each kernel as `torch.compile` runs it (the reduction apart from the pointwise cast it
 /// scales); eager's separate `abs`, `max`, multiply, clamp and cast kernels move more and
 /// are not counted (torchao's float8 training is documented for compiled models).
-pub fn float8_cast_bytes(casts: &Float8Casts, hid: f64, e: f64) -> (f64, f64) {
+pub fn float8_cast_bytes(casts: &Float8Casts, hid: f64, e: f64, weight_grads: bool) -> (f64, f64) {
     let inputs = casts.inputs_hidden * hid + casts.inputs_other;
     let grads = casts.grads_hidden * hid + casts.grads_other;
-    (
-        inputs * (2.0 * e + 1.0),
-        inputs * 2.0 + grads * (2.0 * e + 3.0),
-    )
+    let fwd = inputs * (2.0 * e + 1.0);
+    if weight_grads {
+        (fwd, inputs * 2.0 + grads * (2.0 * e + 3.0))
+    } else {
+        (fwd, grads * (2.0 * e + 1.0))
+    }
 }
 
 /// [`layer_modules`]: one decoder layer's sub-modules and float8 linear weights.
@@ -1186,9 +1191,11 @@ fn slowest_stage(
         // float8 all-gather; backward's column-major copy)
         let (ew_fwd, ew_bwd) = if c.converted_only {
             let [dense, moe] = &work.float8_casts;
+            // LoRA's frozen base computes no weight gradients
+            let weight_grads = tr.lora.is_none();
             let (d, m) = (
-                float8_cast_bytes(dense, hid, act),
-                float8_cast_bytes(moe, hid, act),
+                float8_cast_bytes(dense, hid, act, weight_grads),
+                float8_cast_bytes(moe, hid, act, weight_grads),
             );
             let weight_fwd = if t.traffic.float8_gather {
                 0.0

@@ -1086,6 +1086,25 @@ fn float8_casts_by_hand() {
         "{} {expected}",
         casts(2)
     );
+    // LoRA's frozen base computes no weight gradients: no copies for them, the output
+    // gradients' amax and cast only (2e + 1 = 5 B: 117 760 B a layer and token in place of
+    // 28 672 + 164 864), the weights' cast and their copy for the input gradient as before:
+    // (71 680 + 117 760) x 16 x 1024 + 6 811 549 696 = 9 915 334 656 B / 3.35e12 B/s
+    let lora = |precision: &str| {
+        time_of(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 1, "seq_len": 1024, "precision": precision,
+                         "activation_checkpointing": "none", "lora": {"rank": 16}},
+            "engine": {"type": "fsdp", "fsdp_version": 2},
+            "hardware": {"gpu": "h100-80gb", "num_gpus": 1}
+        }))
+    };
+    let casts = term(&lora("fp8"), "elementwise") - term(&lora("amp_bf16"), "elementwise");
+    let expected = 9_915_334_656.0 / 3.35e12;
+    assert!(
+        (casts - expected).abs() < 1e-9 * expected,
+        "{casts} {expected}"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`DpTraffic::reuse_distance`, `regathered`); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`Collectives::Modules`' `reuse_distance`, `regathered`); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -462,17 +462,10 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
     // the attention's and the MLP's projections that read the layer's normed hidden state
     let (mut attn_reads_hidden, mut mlp_reads_hidden) = (false, false);
     let h = arch.hidden_size;
-    let mut numel = Vec::with_capacity(groups.len());
-    let largest = groups
+    let modules = groups
         .iter()
         .map(|g| {
             let shapes = g.rank_shapes(tp);
-            numel.push(
-                shapes
-                    .iter()
-                    .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies))
-                    .fold(0u64, u64::saturating_add),
-            );
             if g.float8_linear() {
                 // the weight, the first shape
                 float8 += shapes[0].0 * shapes[0].1 * g.copies;
@@ -507,11 +500,13 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
                     }
                 }
             }
-            shapes
+            let sizes = shapes
                 .iter()
-                .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies))
-                .max()
-                .unwrap_or(0)
+                .map(|&(r, c)| r.saturating_mul(c).saturating_mul(g.copies));
+            SubModule {
+                largest: sizes.clone().max().unwrap_or(0),
+                numel: sizes.fold(0, u64::saturating_add),
+            }
         })
         .collect();
     // q, k and v (gate and up) cast their shared input once: torchtitan's
@@ -522,8 +517,7 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
         (false, a, m) => a as u8 as f64 + m as u8 as f64,
     };
     LayerModules {
-        largest,
-        numel,
+        modules,
         float8_rank: float8 as f64,
         float8: float8_whole as f64,
         casts,
@@ -581,12 +575,19 @@ pub fn float8_cast_bytes(casts: &Float8Casts, hid: f64, e: f64, weight_grads: bo
     }
 }
 
+/// One sub-module (a [`crate::model::ParamGroup`]) on one tensor-parallel rank, elements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SubModule {
+    /// Its largest parameter (what DeepSpeed ZeRO-3's persistence threshold compares).
+    largest: u64,
+    /// All its parameters.
+    numel: u64,
+}
+
 /// [`layer_modules`]: one decoder layer's sub-modules and float8 linear weights.
 struct LayerModules {
-    /// The largest parameter of each sub-module on one tensor-parallel rank (elements).
-    largest: Vec<u64>,
-    /// Each sub-module's elements on one tensor-parallel rank, in forward order.
-    numel: Vec<u64>,
+    /// Its sub-modules in forward order, on one tensor-parallel rank.
+    modules: Vec<SubModule>,
     /// Elements of the float8 linear weights on one tensor-parallel rank.
     float8_rank: f64,
     /// Elements of the float8 linear weights of the whole layer (its float8 matmuls' FLOPs
@@ -599,8 +600,9 @@ struct LayerModules {
 /// Sub-modules of stage `w` holding a parameter of more than `threshold` elements on one
 /// rank (DeepSpeed ZeRO-3 fetches each as one all-gather), and of its first decoder layer.
 fn fetched_modules(work: &LayoutWork, w: &StageWork, threshold: u64) -> (f64, f64) {
-    let over = |sizes: &[u64]| sizes.iter().filter(|&&n| n > threshold).count() as f64;
-    let [dense, moe] = &work.module_elements;
+    let over =
+        |modules: &[SubModule]| modules.iter().filter(|m| m.largest > threshold).count() as f64;
+    let [dense, moe] = &work.modules;
     let dense = over(dense);
     let moe = if w.moe_layers > 0 { over(moe) } else { dense };
     let n_dense = w.dense_layers() as f64;
@@ -632,20 +634,20 @@ fn fetched_modules(work: &LayoutWork, w: &StageWork, threshold: u64) -> (f64, f6
 /// sub-modules are taken in [`ModelArch::layer_groups`]' order (norms first, persistent
 /// under the default threshold, then attention and MLP in forward order).
 fn regathered(work: &LayoutWork, w: &StageWork, reuse_distance: u64, threshold: u64) -> (f64, f64) {
-    let layer = |numel: &[u64], largest: &[u64]| {
-        let (mut after, mut elements, mut modules) = (0u64, 0u64, 0u64);
-        for (&n, &big) in numel.iter().zip(largest).rev() {
-            if big > threshold && after.saturating_mul(2) >= reuse_distance {
-                elements += n;
-                modules += 1;
+    let layer = |modules: &[SubModule]| {
+        let (mut after, mut elements, mut count) = (0u64, 0u64, 0u64);
+        for m in modules.iter().rev() {
+            if m.largest > threshold && after.saturating_mul(2) >= reuse_distance {
+                elements += m.numel;
+                count += 1;
             }
-            after = after.saturating_add(n);
+            after = after.saturating_add(m.numel);
         }
-        (elements as f64, modules as f64)
+        (elements as f64, count as f64)
     };
-    let dense = layer(&work.module_numel[0], &work.module_elements[0]);
+    let dense = layer(&work.modules[0]);
     let moe = if w.moe_layers > 0 {
-        layer(&work.module_numel[1], &work.module_elements[1])
+        layer(&work.modules[1])
     } else {
         (0.0, 0.0)
     };
@@ -744,8 +746,7 @@ pub fn eager_score_bytes(
 /// gradient is written in the forward, `2e`.
 ///
 /// Not counted: autocast's fp32 promotion of `layer_norm` (its output is then fp32), MoE
-/// token permutation copies, embedding lookups, float8's casts (step time adds torchao's:
-/// [`float8_cast_bytes`]), QLoRA's
+/// token permutation copies, embedding lookups, Transformer Engine's float8 casts, QLoRA's
 /// dequantization of its 4-bit weights, LoRA's adapter paths, the vision tower; composite
 /// activations (`gelu_new`'s tanh formula) count as one kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -760,7 +761,11 @@ pub struct ElementwiseBytes {
 
 /// [`ElementwiseBytes`] of one GPU: `e` the activation dtype's bytes, `fused` for Megatron's
 /// kernels or `torch.compile`, `tp` the tensor-parallel size; with sequence parallelism the
-/// hidden-sized kernels (norms, residual adds) run on `1 / tp` of the tokens.
+/// hidden-sized kernels (norms, residual adds) run on `1 / tp` of the tokens. Under
+/// torchao's float8, `float8` gives the casts of a dense and of a MoE layer's converted
+/// linears and whether their weight gradients are computed: their bytes
+/// ([`float8_cast_bytes`]) join the layers'.
+#[allow(clippy::too_many_arguments)]
 pub fn elementwise_bytes(
     arch: &ModelArch,
     code: ModelCode,
@@ -769,6 +774,7 @@ pub fn elementwise_bytes(
     e: f64,
     tp: u64,
     sequence_parallel: bool,
+    float8: Option<(&[Float8Casts; 2], bool)>,
 ) -> ElementwiseBytes {
     let tp = tp.max(1) as f64;
     let h = arch.hidden_size as f64;
@@ -837,14 +843,20 @@ pub fn elementwise_bytes(
             common_bwd + inter / tp * act.1,
         )
     };
-    let dense = layer(arch.intermediate_size as f64);
-    let moe = match &arch.moe {
+    let mut dense = layer(arch.intermediate_size as f64);
+    let mut moe = match &arch.moe {
         Some(m) => layer(
             (m.num_experts_per_tok * m.moe_intermediate_size + m.shared_expert_intermediate_size)
                 as f64,
         ),
         None => dense,
     };
+    if let Some(([dense_casts, moe_casts], weight_grads)) = float8 {
+        for (bytes, casts) in [(&mut dense, dense_casts), (&mut moe, moe_casts)] {
+            let (fwd, bwd) = float8_cast_bytes(casts, hid, e, weight_grads);
+            *bytes = (bytes.0 + fwd, bytes.1 + bwd);
+        }
+    }
     let v = arch.vocab_size as f64 / tp;
     let loss = match (loss, megatron) {
         (crate::config::LossImpl::Fused, _) => (2.0 * e, 0.0),
@@ -892,12 +904,9 @@ pub struct LayoutWork {
     /// Model FLOPs per token summed over every stage (the MFU convention).
     flops_per_token: f64,
     seq_len: u64,
-    /// [`layer_modules`]' largest parameters of a dense and of a MoE decoder layer (empty
-    /// without MoE layers), on one of the layout's tensor-parallel ranks.
-    module_elements: [Vec<u64>; 2],
-    /// [`layer_modules`]' elements of each sub-module of a dense and of a MoE decoder layer
-    /// in forward order, on one of the layout's tensor-parallel ranks.
-    module_numel: [Vec<u64>; 2],
+    /// [`layer_modules`]' sub-modules of a dense and of a MoE decoder layer (empty without
+    /// MoE layers) in forward order, on one of the layout's tensor-parallel ranks.
+    modules: [Vec<SubModule>; 2],
     /// The activations a dense and a MoE decoder layer's float8 linears cast.
     float8_casts: [Float8Casts; 2],
 }
@@ -917,8 +926,7 @@ pub fn layout_work(
         layer_modules(arch, crate::arch::FfnKind::Moe, tp)
     } else {
         LayerModules {
-            largest: Vec::new(),
-            numel: Vec::new(),
+            modules: Vec::new(),
             float8_rank: 0.0,
             float8: 0.0,
             casts: Float8Casts::default(),
@@ -938,8 +946,7 @@ pub fn layout_work(
         flops_per_token,
         seq_len,
         float8_casts: [dense.casts, moe.casts],
-        module_elements: [dense.largest, moe.largest],
-        module_numel: [dense.numel, moe.numel],
+        modules: [dense.modules, moe.modules],
     }
 }
 
@@ -1142,12 +1149,6 @@ fn slowest_stage(
         l.context_parallel_size.max(1),
     );
     let h = arch.hidden_size as f64;
-    // a hidden-sized tensor's elements per token on one GPU
-    let hid = if l.sequence_parallel {
-        h / tp as f64
-    } else {
-        h
-    };
     // seconds per byte of memory traffic (a zero rate gives zero-time terms)
     let per_byte = if c.mem_bw > 0.0 { 1.0 / c.mem_bw } else { 0.0 };
     let tp_bw = link(t.perf, l, tp, 1);
@@ -1171,6 +1172,9 @@ fn slowest_stage(
         act,
         tp,
         l.sequence_parallel,
+        // LoRA's frozen base computes no weight gradients
+        c.converted_only
+            .then_some((&work.float8_casts, tr.lora.is_none())),
     );
 
     let time_stage = |w: &StageWork| -> StageTime {
@@ -1186,25 +1190,18 @@ fn slowest_stage(
         } else {
             (0.0, 0.0)
         };
-        // torchao's float8 casts of the converted linears' activations (per token) and
-        // weights (per micro-batch: forward's cast, done before the all-gather under FSDP2's
-        // float8 all-gather; backward's column-major copy)
+        // torchao's float8 casts of the converted linears' weights, once per micro-batch:
+        // forward's cast (done before the all-gather under FSDP2's float8 all-gather) and
+        // backward's column-major copy (the activations' casts are per token, in `ew`)
         let (ew_fwd, ew_bwd) = if c.converted_only {
-            let [dense, moe] = &work.float8_casts;
-            // LoRA's frozen base computes no weight gradients
-            let weight_grads = tr.lora.is_none();
-            let (d, m) = (
-                float8_cast_bytes(dense, hid, act, weight_grads),
-                float8_cast_bytes(moe, hid, act, weight_grads),
-            );
             let weight_fwd = if t.traffic.float8_gather {
                 0.0
             } else {
                 2.0 * act + 1.0
             };
             (
-                ew_fwd + layers_ew(d.0, m.0) + w.float8_rank * weight_fwd * per_byte,
-                ew_bwd + layers_ew(d.1, m.1) + w.float8_rank * 2.0 * per_byte,
+                ew_fwd + w.float8_rank * weight_fwd * per_byte,
+                ew_bwd + w.float8_rank * 2.0 * per_byte,
             )
         } else {
             (ew_fwd, ew_bwd)
@@ -1337,6 +1334,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let (modules, first_modules) = match d.gather_ops {
         Collectives::Modules {
             persistence_threshold,
+            ..
         } if g > 1 => fetched_modules(work, &w, persistence_threshold),
         _ => (0.0, 0.0),
     };
@@ -1363,14 +1361,12 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let gather_pass = gather_of(pr, w.float8_rank, gather_ops);
     // ZeRO-3's sub-modules released after the recomputed forward and gathered again for
     // their backward (none without full recomputation or a persistence threshold)
-    let (regathered_elements, regather) = match (d.reuse_distance, d.gather_ops) {
-        (
-            Some(reuse),
-            Collectives::Modules {
-                persistence_threshold,
-            },
-        ) if g > 1 && tr.activation_checkpointing == Recompute::Full => {
-            let (elements, ops) = regathered(work, &w, reuse, persistence_threshold);
+    let (regathered_elements, regather) = match d.gather_ops {
+        Collectives::Modules {
+            persistence_threshold,
+            reuse_distance,
+        } if g > 1 && tr.activation_checkpointing == Recompute::Full => {
+            let (elements, ops) = regathered(work, &w, reuse_distance, persistence_threshold);
             (elements, gather_of(elements, 0.0, ops))
         }
         _ => (0.0, 0.0),

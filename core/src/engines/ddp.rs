@@ -91,7 +91,6 @@ impl EngineModel for DdpOptions {
                 elements: ((self.bucket_cap_mb.max(0.0) * 1048576.0) as u64 / b.grad.max(1)).max(1),
             },
             float8_gather: false,
-            reuse_distance: None,
         }
     }
 }

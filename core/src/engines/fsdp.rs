@@ -206,7 +206,6 @@ impl EngineModel for FsdpOptions {
             gather_ops: super::Collectives::Units,
             reduce_ops: super::Collectives::Units,
             float8_gather: self.fsdp_version == 2 && self.float8_all_gather,
-            reuse_distance: None,
         }
     }
 }

@@ -95,7 +95,6 @@ impl EngineModel for MegatronOptions {
             gather_ops: buckets,
             reduce_ops: buckets,
             float8_gather: false,
-            reuse_distance: None,
         }
     }
 }

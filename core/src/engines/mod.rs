@@ -339,13 +339,6 @@ pub struct DpTraffic {
     /// the rest in `param_bytes` (FSDP2 `float8_all_gather`, torchao
     /// `fsdp_pre_all_gather`).
     pub float8_gather: bool,
-    /// DeepSpeed ZeRO-3's `stage3_max_reuse_distance` (elements): under full recomputation
-    /// a sub-module released after its recomputed forward stays gathered for its backward
-    /// only when fewer elements of fetches lie between the two uses (the recomputed
-    /// forward's later sub-modules and their backward); else it is all-gathered again
-    /// (`partitioned_param_coordinator.py` `__params_to_release`). `None` for engines whose
-    /// units stay gathered from the recomputed forward into their backward.
-    pub reuse_distance: Option<u64>,
 }
 
 /// How many collectives a pass of data-parallel traffic over a stage's parameters is
@@ -361,8 +354,17 @@ pub enum Collectives {
     /// (DeepSpeed ZeRO-3 `stage3_param_persistence_threshold`: smaller parameters stay
     /// whole and are never gathered): `fetch_sub_module` all-gathers a module's partitioned
     /// parameters as one coalesced collective (`runtime/zero/partitioned_param_coordinator.py`,
-    /// `partition_parameters.py` `_all_gather_params`).
-    Modules { persistence_threshold: u64 },
+    /// `partition_parameters.py` `_all_gather_params`). `reuse_distance`
+    /// (`stage3_max_reuse_distance`, elements): under full recomputation a sub-module
+    /// released after its recomputed forward stays gathered for its backward only when
+    /// fewer elements of fetches lie between the two uses (the recomputed forward's later
+    /// sub-modules and their backward); else it is all-gathered again
+    /// (`partitioned_param_coordinator.py` `__params_to_release`). FSDP's units, by
+    /// contrast, stay gathered from the recomputed forward into their backward.
+    Modules {
+        persistence_threshold: u64,
+        reuse_distance: u64,
+    },
     /// One per bucket of this many elements (DDP `bucket_cap_mb`, DeepSpeed
     /// `reduce_bucket_size`, Megatron-Core's `bucket_size`).
     Buckets { elements: u64 },

@@ -61,7 +61,7 @@ impl ZeroOptions {
     /// all-gathering the updated parameters after the step; stage 3 all-gathers each
     /// module's parameters in forward and again in backward (under full recomputation a
     /// third time for the sub-modules `stage3_max_reuse_distance` lets go after their
-    /// recomputed forward, [`DpTraffic::reuse_distance`]) and reduce-scatters every
+    /// recomputed forward, [`super::Collectives::Modules`]) and reduce-scatters every
     /// backward. Gradients travel in the model dtype (`communication_data_type` default).
     /// Overlapped with compute when `overlap_comm` (default on at stage 3 only).
     fn zero_traffic(&self, l: &Layout, b: StateBytes) -> DpTraffic {
@@ -96,6 +96,7 @@ impl ZeroOptions {
             gather_ops: if stage == 3 {
                 super::Collectives::Modules {
                     persistence_threshold: self.stage3_param_persistence_threshold,
+                    reuse_distance: self.stage3_max_reuse_distance,
                 }
             } else {
                 // ZeRO-1/2 `step`: `all_gather_dp_groups` takes its
@@ -110,11 +111,6 @@ impl ZeroOptions {
                 elements: self.reduce_bucket_size.max(1),
             },
             float8_gather: false,
-            reuse_distance: if stage == 3 {
-                Some(self.stage3_max_reuse_distance)
-            } else {
-                None
-            },
         }
     }
 

@@ -473,6 +473,11 @@ pub enum Attention {
     Sdpa,
     /// FlashAttention-2/3 (`attn_implementation="flash_attention_2"`).
     Flash,
+    /// FlashAttention's Triton kernel (flash-attn `flash_attn_triton.py`, which MPT copies as
+    /// `attn_impl: triton`, llm-foundry's benchmark default): the same tensors as
+    /// [`Attention::Flash`] (its output and a log-sum-exp row), slower kernels (step time's
+    /// `TRITON_FLASH_SLOWDOWN`).
+    FlashTriton,
 }
 
 /// How the cross-entropy loss over the vocabulary is computed.
@@ -1080,6 +1085,7 @@ choices!(Recompute {
 choices!(Attention {
     Sdpa => "SDPA",
     Flash => "FlashAttention-2",
+    FlashTriton => "FlashAttention (Triton)",
     Eager => "eager",
 });
 choices!(LossImpl {

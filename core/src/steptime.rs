@@ -6,7 +6,7 @@
 //!
 //! | term | seconds | source |
 //! |---|---|---|
-//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency. Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
+//! | compute | `m x (F_fwd + F_bwd) / (peak x efficiency)` per GPU | FLOPs as Narayanan et al. 2021 (Megatron) eq. 3 and torchtitan `get_num_flop_per_token`: `2 N` per token forward for `N` matmul parameters, backward twice that; attention scores and values `4 H d` per token per key, over half the keys (causal kernels skip the masked blocks) or the sliding window (every key where transformers hands SDPA the window as a mask, which its memory-efficient kernel takes in place of `is_causal`), backward 2.5 times forward (FlashAttention-2's 5 matmuls to 2), at the attention kernel's own efficiency (FlashAttention's Triton kernel 1.4 times FlashAttention-2's time forward, 2 times backward: [`TRITON_FLASH_SLOWDOWN`]). Eager attention (materialized scores, [`crate::config::Attention::Eager`]): both matmuls over every key, each kernel the slower of its FLOPs at the GEMM efficiency and its score bytes at memory bandwidth (roofline), backward 4 such matmuls; its softmax, dropout and casts at memory bandwidth ([`eager_score_bytes`]: Megatron-LM's `FusedScaleMaskSoftmax`, transformers' `eager_attention_forward`; roofline: Williams et al. 2009) |
 //! | elementwise | the memory-bound kernels between the matmuls (norms, rotary, activation, residual adds and dropout, the attention output's copy, the loss over the logits; under torchao's float8 the casts of the converted linears' inputs, output gradients and weights): the bytes each reads and writes per token, forward and backward, at memory bandwidth ([`elementwise_bytes`]; fused under Megatron-LM or `torch.compile`; [`float8_cast_bytes`]) | transformers `LlamaRMSNorm`, `apply_rotary_pos_emb`, `ForCausalLMLoss`; Megatron-LM `bias_swiglu`, `bias_dropout_add`, `VocabParallelCrossEntropy`; Transformer Engine norms and fused RoPE; inductor's pointwise fusion; torchao `float8_linear.py`, `float8_scaling_utils.py`, `float8_ops.py` |
 //! | recomputation | forward again: full (all layers, their elementwise kernels too), selective (attention core), selective per op (every other matmul and every elementwise kernel, torchtitan `_save_list`) | Korthikanti et al. 2022, torchtitan `activation_checkpoint.py` |
 //! | tensor-parallel communication | 4 all-reduces of `b s h` activations per layer (2 forward, 2 backward; +2 with full recomputation); with sequence parallelism the same bytes as all-gather + reduce-scatter; each collective also its fixed latency ([`nccl_latency`]) | Megatron-LM paper Sec. 3 (Shoeybi et al. 2019), Korthikanti et al. 2022 Sec. 4.2.2 |
@@ -75,6 +75,15 @@ impl Default for TimeAssumptions {
         }
     }
 }
+
+/// Forward and backward time of FlashAttention's Triton kernel
+/// ([`Attention::FlashTriton`]) over FlashAttention-2's: "FlashAttention-2 is around 1.3-1.5x
+/// faster than FlashAttention in Triton in the forward pass and around 2x faster in the
+/// backward pass" (Dao 2023, FlashAttention-2, Sec. 4.1; the forward's range taken at its
+/// middle). The paper's Triton baseline is OpenAI Triton's fused attention
+/// (`triton.ops.flash_attention`, flash-attn `benchmarks/benchmark_flash_attention.py`), the
+/// kernel flash-attn's `flash_attn_triton.py` was built from.
+pub const TRITON_FLASH_SLOWDOWN: (f64, f64) = (1.4, 2.0);
 
 /// [`TimeAssumptions::attention_efficiency`]'s default for a GPU architecture.
 pub fn default_attention_efficiency(arch: &str) -> f64 {
@@ -970,6 +979,9 @@ struct Compute {
     /// Sequence length (eager attention's keys).
     s: f64,
     eager: bool,
+    /// The attention kernel's forward and backward time over FlashAttention-2's
+    /// ([`TRITON_FLASH_SLOWDOWN`] for the Triton kernel, else 1).
+    attn_slowdown: (f64, f64),
     masked: bool,
     heads: f64,
     dqk: f64,
@@ -1039,6 +1051,11 @@ impl Compute {
             s,
             // eager attention (materialized scores): its kernels' bytes per score element
             eager: tr.attention == Attention::Eager,
+            attn_slowdown: if tr.attention == Attention::FlashTriton {
+                TRITON_FLASH_SLOWDOWN
+            } else {
+                (1.0, 1.0)
+            },
             // SDPA given a sliding-window mask visits every key of those layers
             masked: crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len),
             heads: arch.num_attention_heads as f64,
@@ -1096,7 +1113,8 @@ impl Compute {
                 w.attn_hw
             };
             let f = per_gpu * hw / bf16_rate / self.attn_eff;
-            (f, 2.5 * f)
+            let (fwd_slow, bwd_slow) = self.attn_slowdown;
+            (f * fwd_slow, 2.5 * f * bwd_slow)
         };
         let fwd = mm_fwd + attn_fwd;
         // backward: input and weight gradients (LoRA's frozen base: input gradients only)

@@ -486,6 +486,45 @@ fn sdpa_given_the_sliding_mask_visits_every_key() {
 }
 
 #[test]
+fn triton_flash_attention_by_hand() {
+    // Mistral-7B v0.1 (32 layers, 32 heads of 128) on one H100, b 1, s 4095 (below the
+    // window: causal, (4095 + 1) / 2 keys per query on average), bf16. FlashAttention-2's
+    // forward: 32 layers x 2 matmuls x 32 heads x 2 x 128 x 2048 keys x 4095 tokens at
+    // 989e12 x 0.35, its backward 2.5 times that; the Triton kernel (MPT's `attn_impl:
+    // triton`) 1.4 times the forward and 2 times the backward (FlashAttention-2 paper Sec.
+    // 4.1): (1.4 + 5) - (1 + 2.5) = 2.9 forwards more. Nothing else changes, its memory
+    // included.
+    let doc = |attention: &str| {
+        json!({
+            "model": {"preset": "mistral-7b-v0.1"},
+            "training": {"micro_batch_size": 1, "seq_len": 4095, "precision": "bf16", "attention": attention},
+            "hardware": {"gpu": "h100-80gb", "num_gpus": 1}
+        })
+    };
+    let (flash, triton) = (time_of(doc("flash")), time_of(doc("flash_triton")));
+    let fwd = 32.0 * 2.0 * 32.0 * 2.0 * 128.0 * 2048.0 * 4095.0 / (989e12 * 0.35);
+    let diff = term(&triton, "compute") - term(&flash, "compute");
+    assert!(
+        (diff - 2.9 * fwd).abs() <= 1e-9 * diff,
+        "{diff} {}",
+        2.9 * fwd
+    );
+    for name in ["elementwise", "recomputation", "optimizer_step"] {
+        assert_eq!(term(&triton, name), term(&flash, name), "{name}");
+    }
+    let peak = |attention: &str| {
+        calc_core::estimate(&config(doc(attention)))
+            .unwrap()
+            .peak_allocated_bytes
+    };
+    assert_eq!(peak("flash_triton"), peak("flash"));
+    assert_ne!(peak("eager"), peak("flash"));
+    // axolotl has no flag for it: exporting says so instead of writing FlashAttention-2
+    let c = config(doc("flash_triton"));
+    assert!(calc_core::formats::export(&c, calc_core::formats::Format::Axolotl).is_err());
+}
+
+#[test]
 fn published_throughput_within_the_stated_errors() {
     // tests/reference/throughput_cases.json: torchtitan's and Megatron-LM's published tokens/s
     // per GPU. ACCURACY.md reports each case; this asserts what holds today, so that a change
@@ -507,7 +546,8 @@ fn published_throughput_within_the_stated_errors() {
     // from -14.2..+2.0 % to -14.6..-0.8 %, the README's 70B to -11.1 %. torchao's float8
     // casts (2026-11-29) moved the H200 runs to -4.9 and -3.4 % (bound 5 %); ZeRO-3's
     // re-gathers under full recomputation (2026-11-29) the paper's ZeRO-3 runs from
-    // +11.5..+32.0 % to -6.2..+18.4 % (bound 20 %).
+    // +11.5..+32.0 % to -6.2..+18.4 % (bound 20 %). The MPT runs timed with their Triton
+    // attention kernel (2026-11-29): -58.6 to +32.9 % (bound 60 %).
     let v: Value =
         serde_json::from_str(include_str!("../../tests/reference/throughput_cases.json")).unwrap();
     let cases = v["cases"].as_array().unwrap();
@@ -523,7 +563,7 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("MG") => 0.12,
             _ if id.starts_with("MC") => 0.25,
             _ if id.starts_with("TH") => 0.05,
-            _ if id.starts_with("MF") => 0.85,
+            _ if id.starts_with("MF") => 0.60,
             _ if id.starts_with("NA-T2-ZeRO-3") => 0.20,
             _ if id.starts_with("NA") => 0.15,
             _ => 1.1,

@@ -337,6 +337,14 @@ pub(super) fn write(config: &Config, _r: &Resolved) -> Result<Value, Vec<FieldEr
         Attention::Flash => m.insert("flash_attention".into(), json!(true)),
         Attention::Sdpa => m.insert("sdp_attention".into(), json!(true)),
         Attention::Eager => m.insert("eager_attention".into(), json!(true)),
+        Attention::FlashTriton => {
+            return Err(cannot(
+                "training.attention",
+                "flash_triton",
+                Format::Axolotl,
+                "its attention flags select FlashAttention-2, SDPA or eager attention",
+            ));
+        }
     };
     if t.compile {
         m.insert("torch_compile".into(), json!(true));

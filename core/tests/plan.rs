@@ -599,7 +599,7 @@ fn published_throughput_within_the_stated_errors() {
     // nodes' NICs (50 GB/s) instead of NVLink (450 GB/s)
     assert!(tokens["TT-1a"] > tokens["TT-3a"]);
     // torchtitan 405B: interleaved 1F1B beats 1F1B (128 vs 100): 2 virtual stages halve
-    // the bubble of 7 micro-batch times in 32 (TT-5b's uneven chunks approximated)
+    // the bubble of 7 micro-batch times in 8 (TT-5b's uneven chunks approximated)
     assert!(tokens["TT-5b"] > tokens["TT-5a"]);
     // Megatron-LM's CI, GPT 7B on one DGX H100: TP 4 beats PP 4 with 8 virtual stages (7348
     // vs 7122 tokens/s per GPU, golden iteration times)

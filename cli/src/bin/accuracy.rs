@@ -653,6 +653,14 @@ fn step_time(o: &mut String) {
            TT-3a +27.5 -> +20.2 %, TT-5a +96.0 -> +94.2 %), torchtitan (H100) median 36.7 -> \
            35.2 %, held-out median unchanged. The runs' 500 W power limit (700 W TDP) lowers the \
            clocks by an amount no source states and is not modelled.\n\
+         * torchtitan's 405B runs of Table 5 (TT-5a/b, local batch 32 over PP 8) were read as 32 \
+           micro-batches of 1 until 2026-11-29 (+87.0 / +59.9 %, the bubble of 7 micro-batch \
+           times in 32). torchtitan 9dec370 splits the local batch into \
+           `experimental.pipeline_parallel_microbatches` micro-batches, by default the PP degree \
+           (`pipelining_utils.py` `build_pipeline_schedule`), and the benchmark sets none: 8 \
+           micro-batches of 4, a bubble of 7 in 8 (+24.7 / +26.8 %, interleaved still the \
+           faster). A correction of the cases' configuration to the framework's source; the \
+           model is unchanged. Table 6's local batch 8 is 8 micro-batches of 1 either way.\n\
          * `torch.compile` is modelled only as its fusion of the elementwise kernels, and only \
            where `training.compile` is expressible (recomputation `none` or `full`): TT-1b, \
            TT-1c, TT-3b, TT-3c and the H200 runs (per-op recomputation) are the eager estimate \

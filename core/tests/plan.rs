@@ -566,7 +566,9 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("MF") => 0.60,
             _ if id.starts_with("NA-T2-ZeRO-3") => 0.20,
             _ if id.starts_with("NA") => 0.15,
-            _ => 1.1,
+            // torchtitan's H100 runs: +1.5 to +88.0 % since TT-5a/b's micro-batches were
+            // read from torchtitan's source (2026-11-29; +87.0 % before)
+            _ => 0.9,
         };
         assert!(err.abs() < bound, "{id}: {err}");
         // the paper's teraFLOP/s converted by its Eq. 3: 96 l h^2 (1 + s/6h + V/16lh) per token

@@ -938,6 +938,14 @@ impl Default for FsdpOptions {
 pub struct MegatronOptions {
     /// Shard fp32 master weights and optimizer states over DP (`--use-distributed-optimizer`).
     pub distributed_optimizer: bool,
+    /// Megatron-LM's scatter/gather optimization of the pipeline's sends
+    /// (`--scatter-gather-tensors-in-pipeline`, on by default in `megatron/p2p_communication.py`
+    /// until the pipeline moved into Megatron-Core, commit 3c92fa93 of 2023-03, whose
+    /// `p2p_communication.py` sends the whole tensor): without sequence parallelism each
+    /// tensor-parallel rank sends `1/t` of the activation or gradient to the next stage and
+    /// the receiver all-gathers it over NVLink (Narayanan et al. 2021 Sec. 4.1). Step time
+    /// only. Default `false` (Megatron-Core).
+    pub scatter_gather_tensors_in_pipeline: bool,
 }
 
 /// Megatron-DeepSpeed options: Megatron model parallelism with DeepSpeed ZeRO over DP;

@@ -461,6 +461,7 @@ pub const SECTIONS: &[Section] = &[
         f("engine.reduce_dtype", "Reduce dtype", "", C(Choices::DtypeOrDefault), true, TRAIN, EngineOption, None, "FSDP MixedPrecisionPolicy.reduce_dtype: unsharded gradients and their reduce-scatter. Default: fp32 under AMP and fp8."),
         f("engine.float8_all_gather", "Float8 all-gather", "", Check, true, TRAIN, EngineOption, None, "torchao enable_fsdp_float8_all_gather (FSDP2 under fp8 precision): the float8 linear weights are all-gathered and held unsharded in 1 byte instead of param_dtype."),
         f("engine.distributed_optimizer", "Distributed optimizer", "", Check, true, TRAIN, EngineOption, None, "Megatron --use-distributed-optimizer: shards master weights and optimizer states over DP."),
+        f("engine.scatter_gather_tensors_in_pipeline", "Pipeline scatter/gather (Megatron-LM before Core)", "", Check, true, TRAIN, EngineOption, None, "Megatron-LM --scatter-gather-tensors-in-pipeline (default before Megatron-Core, 2023): without sequence parallelism each TP rank sends 1/t of the stage's output and the receiver all-gathers it. Step time only."),
     ]},
     Section { title: "Engine tuning", open: false, tasks: TRAIN, fields: &[
         f("engine.reduce_bucket_size", "Reduce bucket", "elements", Count, true, TRAIN, EngineOption, range(0, limits::MAX_PARAMS), "DeepSpeed zero_optimization.reduce_bucket_size."),

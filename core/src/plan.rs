@@ -265,6 +265,7 @@ fn engine_variants(kind: &str, offload: bool, fp8: bool) -> Vec<(String, Engine)
                     label.into(),
                     Engine::Megatron(MegatronOptions {
                         distributed_optimizer: d,
+                        ..MegatronOptions::default()
                     }),
                 ));
             }
@@ -761,6 +762,7 @@ impl Space {
             autocast: engine.runs_autocast(&f.bytes),
             ulysses: engine.parallelism().ulysses,
             repeats_kv: engine.model().repeats_kv(),
+            pipeline_partitioned: engine.parallelism().pipeline_partitioned,
         };
         time(&inputs, &self.works[f.work])
     }

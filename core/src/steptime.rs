@@ -13,7 +13,7 @@
 //! | context-parallel exchange | ring attention passes K and V around `cp` ranks (`cp - 1` steps) in forward and K, V, dK, dV in backward, hidden behind the attention kernel where it is shorter; DeepSpeed-Ulysses (both DeepSpeed engines) instead all-to-alls the query, key, value and output, `(cp - 1) / cp` of each, forward (again when recomputed) and backward, not overlapped ([`ulysses_elements`]) | Megatron-Core / Transformer Engine `attn_forward_func_with_cp`, torchtitan context parallel; DeepSpeed `sequence/layer.py` `DistributedAttention`, `runtime/sequence_parallel/ulysses_sp.py` |
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
-//! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage | Narayanan et al. 2021 |
+//! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage (`b s h / t` under sequence parallelism); where the engine partitions them over the `t` tensor-parallel ranks ([`crate::engines::Parallelism::pipeline_partitioned`]: DeepSpeed's PipelineEngine, Megatron-LM's scatter/gather before Megatron-Core) `b s h / t` over the link between stages plus an all-gather of `b s h` over the tensor-parallel group | Narayanan et al. 2021 Sec. 4.1; Megatron-LM `megatron/p2p_communication.py` (before 3c92fa93), DeepSpeed `runtime/pipe/engine.py` `PartitionedTensor` |
 //! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`Collectives::Modules`' `reuse_distance`, `regathered`); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
@@ -169,6 +169,10 @@ pub struct TimeInputs<'a> {
     /// Grouped keys and values are repeated to every query head before attention (the
     /// engine's `repeats_kv`, Megatron-DeepSpeed): Ulysses exchanges them so.
     pub repeats_kv: bool,
+    /// What a pipeline stage sends is split over the tensor-parallel ranks and all-gathered
+    /// at the receiver (the engine's
+    /// [`crate::engines::Parallelism::pipeline_partitioned`]).
+    pub pipeline_partitioned: bool,
 }
 
 const TERA: f64 = 1e12;
@@ -1325,9 +1329,23 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     } else {
         0.0
     };
+    // one activation forward and one gradient backward per micro-batch and chunk, each
+    // `tokens x h` (a sequence shard under sequence parallelism); split over the
+    // tensor-parallel ranks and all-gathered at the receiver where the engine partitions
+    // them (`pipeline_partitioned`: DeepSpeed's PipelineEngine, Megatron-LM's scatter/gather)
     let p2p = if pp > 1 {
-        let sp = if l.sequence_parallel { tp as f64 } else { 1.0 };
-        2.0 * m * v * tokens * h * act / sp / pp_bw
+        let message = tokens * h * act;
+        let one = if l.sequence_parallel {
+            message / tp as f64 / pp_bw
+        } else if t.pipeline_partitioned && tp > 1 {
+            let tp_nodes = nodes_of(l, tp, 1);
+            message / tp as f64 / pp_bw
+                + gather(message, tp, link(t.perf, l, tp, 1))
+                + nccl_latency(CollectiveKind::AllGather, tp, tp_nodes)
+        } else {
+            message / pp_bw
+        };
+        2.0 * m * v * one
     } else {
         0.0
     };
@@ -1644,5 +1662,6 @@ pub fn step_time_with(
         autocast: r.config.engine.runs_autocast(&r.bytes),
         ulysses: r.config.engine.model().parallelism().ulysses,
         repeats_kv: r.config.engine.model().repeats_kv(),
+        pipeline_partitioned: r.config.engine.model().parallelism().pipeline_partitioned,
     })
 }

@@ -60,6 +60,60 @@ fn tensor_parallel_and_pipeline_terms_by_hand() {
 }
 
 #[test]
+fn partitioned_pipeline_sends_by_hand() {
+    // Llama-3.2-1B (hidden 2048) at TP 8 x PP 2 on 16 A100-80GB: each stage fills a node, so
+    // its sends cross the nodes' network (25e9 B/s per GPU). Micro-batch 1 x 4
+    // accumulation, s 2048, AMP bf16: one activation or gradient is b s h x 2 B =
+    // 8 388 608 B, 2 x 4 of them per step.
+    let time = |engine: Value, sp: bool| {
+        time_of(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 1, "gradient_accumulation_steps": 4, "seq_len": 2048},
+            "parallelism": {"tensor_parallel_size": 8, "pipeline_parallel_size": 2,
+                            "sequence_parallel": sp},
+            "engine": engine,
+            "hardware": {"gpu": "a100-80gb", "num_gpus": 16}
+        }))
+    };
+    let message = 8_388_608.0;
+    // Megatron-Core: every tensor-parallel rank sends the whole tensor
+    let core = time(json!({"type": "megatron"}), false);
+    assert!(
+        close(term(&core, "pipeline_p2p"), 8.0 * message / 25e9),
+        "{core:?}"
+    );
+    // Megatron-LM's scatter/gather: an eighth over the network, then an all-gather of the
+    // whole over NVLink (7/8 x bytes / 300e9 B/s) with NCCL's ring latency over 8 ranks in
+    // a node, 8.4 + 7 x 3.4 = 32.2 us
+    let one = message / 8.0 / 25e9 + 0.875 * message / 300e9 + 32.2e-6;
+    let sg = time(
+        json!({"type": "megatron", "scatter_gather_tensors_in_pipeline": true}),
+        false,
+    );
+    assert!(close(term(&sg, "pipeline_p2p"), 8.0 * one), "{sg:?}");
+    // DeepSpeed's PipelineEngine under Megatron-DeepSpeed partitions them the same way
+    let ds = time(
+        json!({"type": "megatron_deepspeed", "zero_stage": 1}),
+        false,
+    );
+    assert!(close(term(&ds, "pipeline_p2p"), 8.0 * one), "{ds:?}");
+    // everything else is the same
+    for name in ["compute", "tensor_parallel", "pipeline_bubble"] {
+        assert_eq!(term(&sg, name), term(&core, name), "{name}");
+    }
+    // under sequence parallelism the stage's output is already a sequence shard: b s h / 8
+    // whichever the engine, no all-gather
+    let shard = 8.0 * message / 8.0 / 25e9;
+    for engine in [
+        json!({"type": "megatron"}),
+        json!({"type": "megatron", "scatter_gather_tensors_in_pipeline": true}),
+    ] {
+        let t = time(engine, true);
+        assert!(close(term(&t, "pipeline_p2p"), shard), "{t:?}");
+    }
+}
+
+#[test]
 fn ulysses_all_to_alls_by_hand() {
     // Llama-3.2-1B (16 layers, 32 query and 8 key/value heads of 64) on 4 A100-80GB (one
     // node), context parallel 4, micro-batch 1, one step, s 8192: 2048 tokens per GPU, AMP
@@ -565,7 +619,9 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("TH") => 0.05,
             _ if id.starts_with("MF") => 0.60,
             _ if id.starts_with("NA-T2-ZeRO-3") => 0.20,
-            _ if id.starts_with("NA") => 0.15,
+            // the paper's tensor x pipeline runs: -11.9 to +5.7 % since the Table 1 rows run
+            // the authors' scripts and Megatron-LM's scatter/gather sends (2026-11-29)
+            _ if id.starts_with("NA") => 0.13,
             // torchtitan's H100 runs: +1.5 to +88.0 % since TT-5a/b's micro-batches were
             // read from torchtitan's source (2026-11-29; +87.0 % before)
             _ => 0.9,

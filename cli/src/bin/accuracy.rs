@@ -734,12 +734,17 @@ fn step_time(o: &mut String) {
            recomputation, fp16 and no distributed optimizer; the cases now run those \
            configurations (a correction of the cases, the model unchanged). Train rows: 1.7B \
            +1.4 -> +5.7 %, 3.6B -1.0 -> +4.9 %, 7.5B -5.7 -> +1.5 %, 39B -0.8 -> -2.7 %, 76B \
-           -1.2 -> -0.2 %, 310B -9.1 -> -6.6 %, 530B -14.6 -> -13.7 %, 1T unchanged. What stays \
-           at 530B is largely the pipeline's send/recv (5.6 s of a 62.6 s step with 3 chunks \
-           per stage): the runs had Megatron-LM's scatter/gather optimization on (Sec. 4.1, \
-           `--scatter-gather-tensors-in-pipeline`, default then), each of the 8 tensor-parallel \
-           ranks sending an eighth of the activation and all-gathering it over NVLink; \
-           Megatron-Core sends it whole, as the model does, and the option is not expressible.\n\
+           -1.2 -> -0.2 %, 310B -9.1 -> -6.6 %, 530B -14.6 -> -13.7 %, 1T unchanged. What then \
+           stayed at 530B was largely the pipeline's send/recv (5.6 s of a 62.6 s step with 3 \
+           chunks per stage): the runs had Megatron-LM's scatter/gather optimization on (Sec. \
+           4.1, `--scatter-gather-tensors-in-pipeline`, the default of `megatron/p2p_communication.py` \
+           until Megatron-Core took the pipeline over in 2023), each of the 8 tensor-parallel \
+           ranks sending an eighth of the activation and all-gathering it over NVLink. It is \
+           `engine.scatter_gather_tensors_in_pipeline` since 2026-11-29 (DeepSpeed's \
+           PipelineEngine, which partitions the same way by default, as an engine fact of \
+           `megatron_deepspeed`), set on every NA-T1 and PTD-P row: 530B -13.7 -> -7.1 %, 1T \
+           -14.4 -> -11.9 %, 310B -6.6 -> -3.6 %, 76B -0.2 -> +2.6 %, 39B -2.7 -> -2.0 %; \
+           the Table 2 PTD-P rows of 530B -11.2..-12.3 -> -8.9..-10.2 %.\n\
          * Megatron-LM's CI runs of a GPT 7B in bf16 on one DGX H100 (MC-*, golden iteration \
            times; added 2026-11-24 after the step-time model was written and not used to change \
            it; MC-7B-PP4 is held out) were estimated 25-37 % too fast, +12 and +22 % with the \

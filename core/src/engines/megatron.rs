@@ -19,7 +19,10 @@ impl EngineModel for MegatronOptions {
         "Megatron-LM"
     }
     fn option_keys(&self) -> &'static [&'static str] {
-        &["distributed_optimizer"]
+        &[
+            "distributed_optimizer",
+            "scatter_gather_tensors_in_pipeline",
+        ]
     }
     fn precision(&self) -> (Framework, u8) {
         (Framework::Megatron, 0)
@@ -30,6 +33,7 @@ impl EngineModel for MegatronOptions {
     fn parallelism(&self) -> Parallelism {
         Parallelism {
             replicate: false,
+            pipeline_partitioned: self.scatter_gather_tensors_in_pipeline,
             ..Parallelism::ALL
         }
     }

@@ -137,6 +137,13 @@ pub struct Parallelism {
     /// both (`megatron/initialize.py`: "sequence_parallel_size > 1 enables DeepSpeed's
     /// sequence parallel, which is not compatible with Megatron-LM's sequence parallel").
     pub sequence_with_context: bool,
+    /// Without sequence parallelism, the activations and gradients a pipeline stage sends
+    /// the next are split over the tensor-parallel ranks (each sends `1/t` of the tensor
+    /// they all hold) and all-gathered over the tensor-parallel group at the receiver:
+    /// DeepSpeed's PipelineEngine (`pipe_partitioned`, `grad_partitioned`) and Megatron-LM's
+    /// pre-Megatron-Core scatter/gather optimization (Narayanan et al. 2021 Sec. 4.1).
+    /// Step time only.
+    pub pipeline_partitioned: bool,
 }
 
 impl Parallelism {
@@ -173,6 +180,7 @@ impl Parallelism {
         expert_tensor: false,
         ulysses: false,
         sequence_with_context: false,
+        pipeline_partitioned: false,
     };
     /// Every dimension.
     pub const ALL: Parallelism = Parallelism {
@@ -188,6 +196,7 @@ impl Parallelism {
         expert_tensor: true,
         ulysses: false,
         sequence_with_context: true,
+        pipeline_partitioned: false,
     };
 }
 

@@ -730,6 +730,11 @@ impl EngineModel for MegatronDeepspeedOptions {
         // sequence parallelism beside it (`megatron/initialize.py`). `GPTModelPipe` is a
         // `PipelineModule` with `partition_method='type:transformer'`: DeepSpeed splits the
         // layers itself (`megatron/model/gpt_model.py`), no first/last stage sizes.
+        // DeepSpeed's PipelineEngine splits what a stage sends over the tensor-parallel
+        // (slice) group and all-gathers it at the receiver (`runtime/pipe/engine.py`
+        // `is_pipe_partitioned`, `is_grad_partitioned`, `PartitionedTensor`; the `pipeline`
+        // config's `pipe_partitioned` and `grad_partitioned` default to true,
+        // `runtime/config.py`).
         Parallelism {
             virtual_pipeline: false,
             uneven_pipeline: false,
@@ -738,6 +743,7 @@ impl EngineModel for MegatronDeepspeedOptions {
             expert_tensor: false,
             ulysses: true,
             sequence_with_context: false,
+            pipeline_partitioned: true,
             ..Parallelism::ALL
         }
     }

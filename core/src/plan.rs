@@ -748,6 +748,7 @@ impl Space {
         training.micro_batch_size = c.micro_batch;
         training.gradient_accumulation_steps = c.accumulation;
         let engine = &self.engines[f.engine].1;
+        let parallelism = engine.parallelism();
         let inputs = TimeInputs {
             arch: &self.model.arch,
             params: &self.model.params,
@@ -760,9 +761,9 @@ impl Space {
             assumptions: self.assumptions,
             code: engine.model().model_code(),
             autocast: engine.runs_autocast(&f.bytes),
-            ulysses: engine.parallelism().ulysses,
+            ulysses: parallelism.ulysses,
             repeats_kv: engine.model().repeats_kv(),
-            pipeline_partitioned: engine.parallelism().pipeline_partitioned,
+            pipeline_partitioned: parallelism.pipeline_partitioned,
         };
         time(&inputs, &self.works[f.work])
     }

@@ -1648,6 +1648,7 @@ pub fn step_time_with(
     assumptions: TimeAssumptions,
 ) -> StepTime {
     let t = &r.config.training;
+    let parallelism = r.config.engine.parallelism();
     step_time(&TimeInputs {
         arch: &r.arch,
         params: &r.params,
@@ -1660,8 +1661,8 @@ pub fn step_time_with(
         assumptions,
         code: r.model_code,
         autocast: r.config.engine.runs_autocast(&r.bytes),
-        ulysses: r.config.engine.model().parallelism().ulysses,
+        ulysses: parallelism.ulysses,
         repeats_kv: r.config.engine.model().repeats_kv(),
-        pipeline_partitioned: r.config.engine.model().parallelism().pipeline_partitioned,
+        pipeline_partitioned: parallelism.pipeline_partitioned,
     })
 }

@@ -823,6 +823,16 @@ pub struct ZeroOptions {
     /// parameters, each filled until it reaches this size; 0 makes every parameter one.
     #[serde(deserialize_with = "units::de_count")]
     pub sub_group_size: u64,
+    /// ZeRO-3 as DeepSpeed ran it before 0.6.0 (2022-03; the fetch path PR #1453 rewrote):
+    /// every sub-module's fetch that finds its parameters being gathered waits for the
+    /// device (`_synchronize_communication`: `torch.cuda.synchronize()`), and every
+    /// parameter's all-gather is issued after another (`_allgather_param`), so only the
+    /// next `stage3_prefetch_bucket_size` elements are gathered while a sub-module computes
+    /// (DeepSpeed v0.3.15 `runtime/zero/stage3.py` `fetch_sub_module`,
+    /// `prefetch_next_sub_modules`, `partition_parameters.py` `_allgather_param`). Step
+    /// time only ([`crate::engines::Collectives::Modules`]' `blocking`). Default `false`
+    /// (DeepSpeed 0.6 and later).
+    pub stage3_blocking_fetch: bool,
 }
 
 impl Default for ZeroOptions {
@@ -838,6 +848,7 @@ impl Default for ZeroOptions {
             stage3_param_persistence_threshold: 100_000,
             stage3_max_reuse_distance: 1_000_000_000,
             sub_group_size: 1_000_000_000,
+            stage3_blocking_fetch: false,
         }
     }
 }

@@ -14,7 +14,7 @@
 //! | expert all-to-all | dispatch and combine of `tokens x top_k x h` per MoE layer, forward and backward | Megatron-Core `MoEAlltoAllTokenDispatcher`, DeepSpeed-MoE |
 //! | pipeline bubble | `(pp - 1) / v` micro-batch times (1F1B, interleaved with `v` virtual stages; GPipe the same) | Narayanan et al. 2021 Sec. 2.2 |
 //! | pipeline send/recv | one activation and one gradient of `b s h` per micro-batch and virtual stage (`b s h / t` under sequence parallelism); where the engine partitions them over the `t` tensor-parallel ranks ([`crate::engines::Parallelism::pipeline_partitioned`]: DeepSpeed's PipelineEngine, Megatron-LM's scatter/gather before Megatron-Core) `b s h / t` over the link between stages plus an all-gather of `b s h` over the tensor-parallel group | Narayanan et al. 2021 Sec. 4.1; Megatron-LM `megatron/p2p_communication.py` (before 3c92fa93), DeepSpeed `runtime/pipe/engine.py` `PartitionedTensor` |
-//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`Collectives::Modules`' `reuse_distance`, `regathered`); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
+//! | data-parallel communication | the engine's [`crate::engines::DpTraffic`]: ring all-reduce `2 (g-1)/g x bytes`, reduce-scatter and all-gather `(g-1)/g x bytes`, over NVLink when the group stays in a node, else the GPU's NIC, and each collective the engine issues ([`crate::engines::Collectives`]: one per FSDP unit, per ZeRO-3 sub-module, per bucket) its fixed latency ([`nccl_latency`]: NCCL's ring and tree cost model, milliseconds over hundreds of ranks); only what outlasts the compute of the pass it runs in is counted (a micro-batch's first gather behind its forward; the backward's re-gather and its gradients' reduction behind its backward, which computes them; not the recomputation or the TP, CP and EP exchanges, which it also runs beside: counting those, tried 2026-11-24, made every changed published case more optimistic, all 45 then 25.1 -> 29.4 % median error; overlapped NCCL kernels slowing the compute have no term), apart from the ends of a micro-batch no compute hides ([`crate::engines::DpEdges`]: FSDP's root and first unit gathered before the first forward and reduced after the last backward, ZeRO-3's first modules and last bucket, the embedding's gradient bucket of DDP, ZeRO-1/2 and Megatron), and DeepSpeed ZeRO-1/2's parameter all-gather, which runs inside the optimizer step; under full recomputation ZeRO-3's sub-modules released after their recomputed forward (their backward more than `stage3_max_reuse_distance` elements of fetches away) gathered a third time, in backward (`Collectives::Modules`' `reuse_distance`, `regathered`); DeepSpeed before 0.6 (`Collectives::Modules`' `blocking`) hook by hook instead, where that exposes more: each fetch waits for the device and the collectives in flight, so a gather hides only behind the compute launched after it was issued ([`blocking_passes`], [`blocking_exposed`]; dense layers); parameters gathered in `param_dtype`, the decoder layers' linear weights in 1 byte under FSDP2's float8 all-gather (`DpTraffic::float8_gather`) | NCCL ring algorithm bandwidths (nccl-tests `PERFORMANCE.md`) and latencies (NCCL `src/graph/tuning.cc`); torch `_fsdp_state.py`, DeepSpeed `stage3.py`, torch `distributed.py` bucket assignment, DeepSpeed `stage_1_and_2.py` `step`, `partitioned_param_coordinator.py` `__params_to_release`, v0.3.15 `stage3.py` `fetch_sub_module` and `partition_parameters.py` `_allgather_param`; torchao `float8/fsdp_utils.py` `fsdp_pre_all_gather` |
 //! | host transfers | offloaded gradient / parameter shards over PCIe | ZeRO-Offload (Ren et al. 2021) |
 //! | optimizer step | the step reads weights, gradients, master weights and states and writes all but the gradients, at memory bandwidth | memory-bound elementwise kernels |
 //!
@@ -475,6 +475,10 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
     // the attention's and the MLP's projections that read the layer's normed hidden state
     let (mut attn_reads_hidden, mut mlp_reads_hidden) = (false, false);
     let h = arch.hidden_size;
+    // the attention's output projection: the attention core runs just before it
+    let attn_out = groups.iter().position(|g| {
+        g.part == crate::model::Part::Attention && g.tp == crate::model::TpSplit::Row
+    });
     let modules = groups
         .iter()
         .map(|g| {
@@ -531,6 +535,7 @@ fn layer_modules(arch: &ModelArch, kind: crate::arch::FfnKind, tp: u64) -> Layer
     };
     LayerModules {
         modules,
+        attn_out,
         float8_rank: float8 as f64,
         float8: float8_whole as f64,
         casts,
@@ -601,6 +606,9 @@ struct SubModule {
 struct LayerModules {
     /// Its sub-modules in forward order, on one tensor-parallel rank.
     modules: Vec<SubModule>,
+    /// Of `modules`: the attention's output projection (the first row-parallel attention
+    /// group), which the attention core runs just before.
+    attn_out: Option<usize>,
     /// Elements of the float8 linear weights on one tensor-parallel rank.
     float8_rank: f64,
     /// Elements of the float8 linear weights of the whole layer (its float8 matmuls' FLOPs
@@ -650,7 +658,7 @@ fn regathered(work: &LayoutWork, w: &StageWork, reuse_distance: u64, threshold: 
     let layer = |modules: &[SubModule]| {
         let (mut after, mut elements, mut count) = (0u64, 0u64, 0u64);
         for m in modules.iter().rev() {
-            if m.largest > threshold && after.saturating_mul(2) >= reuse_distance {
+            if regathers(m, after, reuse_distance, threshold) {
                 elements += m.numel;
                 count += 1;
             }
@@ -669,6 +677,213 @@ fn regathered(work: &LayoutWork, w: &StageWork, reuse_distance: u64, threshold: 
     (
         n_dense * dense.0 + n_moe * moe.0,
         n_dense * dense.1 + n_moe * moe.1,
+    )
+}
+
+/// [`regathered`]'s rule: sub-module `m`, followed in its layer by `after` elements of
+/// sub-modules, is released after its recomputed forward and all-gathered again for its
+/// backward.
+fn regathers(m: &SubModule, after: u64, reuse_distance: u64, threshold: u64) -> bool {
+    m.largest > threshold && after.saturating_mul(2) >= reuse_distance
+}
+
+/// One module hook of a ZeRO-3 pass in the order it runs ([`blocking_exposed`]): the
+/// elements it all-gathers (`None`: nothing to gather: persistent parameters, parameters
+/// still gathered, or no parameters), the seconds of compute launched after it, and the
+/// gradient elements reduce-scattered once that compute has produced them (backward).
+#[derive(Debug, Clone, Copy)]
+struct Hook {
+    gathers: Option<f64>,
+    compute: f64,
+    reduces: f64,
+}
+
+/// Seconds by which one pass of `hooks` outlasts its compute under DeepSpeed's blocking
+/// ZeRO-3 fetch (before 0.6, [`crate::engines::Collectives::Modules`]' `blocking`), as
+/// v0.3.15's hooks order it (`stage3.py` `pre_sub_module_forward_function` and
+/// `pre_sub_module_backward_function`: fetch, then prefetch, then the module's kernels):
+/// * a hook whose parameters are not gathered all-gathers them; one whose parameters are
+///   on the way waits for every gather in flight and for the device
+///   (`_synchronize_communication`);
+/// * with nothing in flight, it prefetches the next hooks' parameters in the recorded order
+///   until `bucket` elements are on the way (at least one module's); each all-gather is
+///   issued after `torch.cuda.synchronize()` (`_allgather_param`), so it starts when the
+///   compute launched so far and the gathers before it have finished;
+/// * the gathers run one after another on one stream, each `gather(elements)` seconds;
+/// * a backward hook's gradients are reduce-scattered (`reduce(elements)` seconds) once its
+///   compute has produced them, on the reduction stream (`overlap_comm`) over the same
+///   link, after the collectives before them; the device-wide synchronizations above wait
+///   for them too (`torch.cuda.synchronize` waits for every stream).
+///
+/// Only the compute launched after a gather is issued hides it. The pass ends when its
+/// compute and its collectives have.
+fn blocking_exposed(
+    hooks: &[Hook],
+    bucket: f64,
+    gather: impl Fn(f64) -> f64,
+    reduce: impl Fn(f64) -> f64,
+) -> f64 {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Released,
+        InFlight,
+        Gathered,
+    }
+    let mut state = vec![State::Released; hooks.len()];
+    // the host's time at the hook, the end of the compute launched, of the gathers issued
+    let (mut host, mut compute_end, mut comm_end) = (0.0f64, 0.0f64, 0.0f64);
+    let mut in_flight: Vec<usize> = Vec::new();
+    let mut computed = 0.0;
+    // the hooks that gather, in order, and the first of them a prefetch may take
+    let fetches: Vec<usize> = (0..hooks.len())
+        .filter(|&i| hooks[i].gathers.is_some())
+        .collect();
+    let mut next = 0;
+    for (i, hook) in hooks.iter().enumerate() {
+        if let Some(n) = hook.gathers {
+            if state[i] == State::Released {
+                host = host.max(compute_end).max(comm_end);
+                comm_end = host + gather(n);
+                state[i] = State::InFlight;
+                in_flight.push(i);
+            }
+            if state[i] == State::InFlight {
+                host = host.max(compute_end).max(comm_end);
+                for j in in_flight.drain(..) {
+                    state[j] = State::Gathered;
+                }
+            }
+        }
+        if in_flight.is_empty() {
+            let mut on_the_way = 0.0;
+            while on_the_way < bucket {
+                // the next hook still to gather (every one before it is on the way or done)
+                while next < fetches.len()
+                    && (fetches[next] <= i || state[fetches[next]] != State::Released)
+                {
+                    next += 1;
+                }
+                let Some(&j) = fetches.get(next) else {
+                    break;
+                };
+                let n = hooks[j].gathers.unwrap_or(0.0);
+                host = host.max(compute_end).max(comm_end);
+                comm_end = host + gather(n);
+                state[j] = State::InFlight;
+                in_flight.push(j);
+                on_the_way += n;
+                next += 1;
+            }
+        }
+        compute_end = compute_end.max(host) + hook.compute;
+        computed += hook.compute;
+        if hook.reduces > 0.0 {
+            comm_end = comm_end.max(compute_end) + reduce(hook.reduces);
+        }
+    }
+    (compute_end.max(comm_end) - computed).max(0.0)
+}
+
+/// What one micro-batch computes on a stage, per decoder layer, for [`blocking_passes`].
+struct LayerCompute {
+    /// Seconds of forward matmul per parameter element on the rank.
+    per_element: f64,
+    /// The attention core forward and backward (recomputed in backward under selective
+    /// recomputation).
+    attn: (f64, f64),
+    /// Elementwise kernels forward and backward, per sub-module.
+    elementwise: (f64, f64),
+    /// The LM head and loss, forward and backward (last stage).
+    head: (f64, f64),
+    /// Backward's matmuls per forward one.
+    mm_bwd: f64,
+}
+
+/// The hooks of a micro-batch's forward and of its backward (with the recomputed forward
+/// under full recomputation) on a stage of `layers` dense decoder layers of `modules`
+/// (forward order, `attn_out` the attention output projection), and [`blocking_exposed`]
+/// of each. A sub-module gathers when its largest parameter exceeds `threshold`: in
+/// forward, in the recomputed forward, and in backward where the recomputation released
+/// it ([`regathers`]; every one without full recomputation). The attention core runs
+/// between its input projections and `attn_out`; the elementwise kernels are shared
+/// evenly among the sub-modules.
+#[allow(clippy::too_many_arguments)]
+fn blocking_passes(
+    modules: &[SubModule],
+    attn_out: Option<usize>,
+    layers: u64,
+    c: &LayerCompute,
+    full_recompute: bool,
+    (threshold, reuse_distance, bucket): (u64, u64, u64),
+    gather: impl Fn(f64) -> f64,
+    reduce: impl Fn(f64) -> f64,
+) -> (f64, f64) {
+    let share = 1.0 / modules.len().max(1) as f64;
+    let gathers =
+        |m: &SubModule, yes: bool| (yes && m.largest > threshold).then_some(m.numel as f64);
+    let forward = |hooks: &mut Vec<Hook>| {
+        for (k, m) in modules.iter().enumerate() {
+            if attn_out == Some(k) {
+                hooks.push(Hook {
+                    gathers: None,
+                    compute: c.attn.0,
+                    reduces: 0.0,
+                });
+            }
+            hooks.push(Hook {
+                gathers: gathers(m, true),
+                compute: m.numel as f64 * c.per_element + c.elementwise.0 * share,
+                reduces: 0.0,
+            });
+        }
+    };
+    let per_layer = modules.len() + 1;
+    let mut hooks = Vec::with_capacity(layers as usize * per_layer + 1);
+    for _ in 0..layers {
+        forward(&mut hooks);
+    }
+    hooks.push(Hook {
+        gathers: None,
+        compute: c.head.0,
+        reduces: 0.0,
+    });
+    let fwd = blocking_exposed(&hooks, bucket as f64, &gather, &reduce);
+    hooks.clear();
+    hooks.push(Hook {
+        gathers: None,
+        compute: c.head.1,
+        reduces: 0.0,
+    });
+    for _ in 0..layers {
+        if full_recompute {
+            forward(&mut hooks);
+        }
+        let mut after = 0u64;
+        for (k, m) in modules.iter().enumerate().rev() {
+            let again = !full_recompute || regathers(m, after, reuse_distance, threshold);
+            hooks.push(Hook {
+                gathers: gathers(m, again),
+                compute: c.mm_bwd * m.numel as f64 * c.per_element + c.elementwise.1 * share,
+                // a persistent sub-module's few gradients ride in the next bucket
+                reduces: if m.largest > threshold {
+                    m.numel as f64
+                } else {
+                    0.0
+                },
+            });
+            if attn_out == Some(k) {
+                hooks.push(Hook {
+                    gathers: None,
+                    compute: c.attn.1,
+                    reduces: 0.0,
+                });
+            }
+            after = after.saturating_add(m.numel);
+        }
+    }
+    (
+        fwd,
+        blocking_exposed(&hooks, bucket as f64, &gather, &reduce),
     )
 }
 
@@ -920,6 +1135,9 @@ pub struct LayoutWork {
     /// [`layer_modules`]' sub-modules of a dense and of a MoE decoder layer (empty without
     /// MoE layers) in forward order, on one of the layout's tensor-parallel ranks.
     modules: [Vec<SubModule>; 2],
+    /// Of `modules[0]`: the dense layer's attention output projection
+    /// ([`LayerModules::attn_out`]).
+    attn_out: Option<usize>,
     /// The activations a dense and a MoE decoder layer's float8 linears cast.
     float8_casts: [Float8Casts; 2],
 }
@@ -940,6 +1158,7 @@ pub fn layout_work(
     } else {
         LayerModules {
             modules: Vec::new(),
+            attn_out: None,
             float8_rank: 0.0,
             float8: 0.0,
             casts: Float8Casts::default(),
@@ -959,6 +1178,7 @@ pub fn layout_work(
         flops_per_token,
         seq_len,
         float8_casts: [dense.casts, moe.casts],
+        attn_out: dense.attn_out,
         modules: [dense.modules, moe.modules],
     }
 }
@@ -1401,6 +1621,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         Collectives::Modules {
             persistence_threshold,
             reuse_distance,
+            ..
         } if g > 1 && tr.activation_checkpointing == Recompute::Full => {
             let (elements, ops) = regathered(work, &w, reuse_distance, persistence_threshold);
             (elements, gather_of(elements, 0.0, ops))
@@ -1458,6 +1679,60 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
             bwd_edges += edge_reduce;
         }
         let hidden = |comm: f64, edges: f64, under: f64| edges + (comm - edges - under).max(0.0);
+        let (mut fwd_exposed, mut bwd_exposed) = (
+            hidden(fwd_comm, fwd_edges, fwd_mb),
+            hidden(bwd_comm, bwd_edges, bwd_mb),
+        );
+        // DeepSpeed before 0.6: each sub-module's gather hides only behind the compute
+        // launched after it was issued (blocking_passes), never less than the above;
+        // stages of dense layers (the MoE layers' experts compute a share of their elements)
+        if let Collectives::Modules {
+            persistence_threshold,
+            reuse_distance,
+            blocking: Some(bucket),
+        } = d.gather_ops
+        {
+            let modules = &work.modules[0];
+            let elements: u64 = modules.iter().map(|m| m.numel).sum();
+            if g > 1
+                && d.gathers_per_micro_batch > 0
+                && w.moe_layers == 0
+                && w.layers > 0
+                && elements > 0
+            {
+                let sc = c.stage(&w);
+                let layers = w.layers as f64;
+                let ew_fwd = (fwd_mb - sc.fwd).max(0.0);
+                let ew_bwd = (t_ew - ew_fwd).max(0.0);
+                let attn_bwd = if tr.activation_checkpointing == Recompute::Selective {
+                    sc.attn_bwd + sc.attn_fwd
+                } else {
+                    sc.attn_bwd
+                };
+                let lc = LayerCompute {
+                    per_element: sc.layer_mm_fwd / (layers * elements as f64),
+                    attn: (sc.attn_fwd / layers, attn_bwd / layers),
+                    elementwise: (ew_fwd / layers, ew_bwd / layers),
+                    head: (
+                        (sc.fwd - sc.layer_mm_fwd - sc.attn_fwd).max(0.0),
+                        (sc.bwd - c.mm_bwd * sc.layer_mm_fwd - sc.attn_bwd).max(0.0),
+                    ),
+                    mm_bwd: c.mm_bwd,
+                };
+                let (f, b) = blocking_passes(
+                    modules,
+                    work.attn_out,
+                    w.layers,
+                    &lc,
+                    tr.activation_checkpointing == Recompute::Full,
+                    (persistence_threshold, reuse_distance, bucket),
+                    |n| gather_of(n, 0.0, 1.0),
+                    |n| reduce_of(n, 1.0),
+                );
+                fwd_exposed = fwd_exposed.max(f);
+                bwd_exposed = bwd_exposed.max(b);
+            }
+        }
         let boundary = if d.reduce_every_micro_batch {
             0.0
         } else {
@@ -1470,9 +1745,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         } else {
             after_step
         };
-        m * (hidden(fwd_comm, fwd_edges, fwd_mb) + hidden(bwd_comm, bwd_edges, bwd_mb))
-            + boundary
-            + step_gather
+        m * (fwd_exposed + bwd_exposed) + boundary + step_gather
     } else {
         let per_step = if d.reduce_every_micro_batch { m } else { 1.0 };
         m * gathers + per_step * reduce + after_step
@@ -1665,4 +1938,45 @@ pub fn step_time_with(
         repeats_kv: r.config.engine.model().repeats_kv(),
         pipeline_partitioned: parallelism.pipeline_partitioned,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Hook, blocking_exposed};
+
+    #[test]
+    fn blocking_fetch_timeline_by_hand() {
+        // gathers take 1 s per 10 elements, reduce-scatters 1 s per 5; prefetch bucket 15
+        let gather = |n: f64| n / 10.0;
+        let reduce = |n: f64| n / 5.0;
+        let hook = |gathers: Option<f64>, compute: f64, reduces: f64| Hook {
+            gathers,
+            compute,
+            reduces,
+        };
+        let hooks = [
+            // a norm: nothing to gather, nothing in flight, so it prefetches the next 10
+            // elements (issued at 0, done at 1) and, 10 < 15, the next 30 after
+            // `_allgather_param`'s synchronize waits for the first (issued at 1, done at 4);
+            // its compute runs 1 -> 2
+            hook(None, 1.0, 0.0),
+            // in flight: waits for both gathers and the device (t = 4), prefetches the last
+            // 10 (4 -> 5), computes 4 -> 9
+            hook(Some(10.0), 5.0, 0.0),
+            // gathered by the first prefetch: no wait; a gather in flight, no prefetch;
+            // computes 9 -> 11
+            hook(Some(30.0), 2.0, 0.0),
+            // in flight (done at 5): waits for the device (t = 11), computes 11 -> 15, then
+            // reduce-scatters its 10 gradient elements 15 -> 17
+            hook(Some(10.0), 4.0, 10.0),
+        ];
+        // the pass ends at 17 with 12 s of compute: 5 s exposed
+        assert_eq!(blocking_exposed(&hooks, 15.0, gather, reduce), 5.0);
+        // a bucket of 10 prefetches one module at a time: the norm's prefetch gathers 10
+        // (0 -> 1) under its compute (0 -> 1); the first module waits (t = 1), prefetches 30
+        // (1 -> 4) under its compute (1 -> 6); the second waits (t = 6), prefetches 10
+        // (6 -> 7) under its compute (6 -> 8); the third waits (t = 8), computes 8 -> 12 and
+        // reduce-scatters 12 -> 14: 2 s exposed
+        assert_eq!(blocking_exposed(&hooks, 10.0, gather, reduce), 2.0);
+    }
 }

@@ -114,6 +114,44 @@ fn partitioned_pipeline_sends_by_hand() {
 }
 
 #[test]
+fn blocking_zero3_fetch_slows_only_its_gathers() {
+    // engine.stage3_blocking_fetch (DeepSpeed before 0.6): each sub-module's gather hides
+    // only behind the compute launched after it was issued (its timeline by hand:
+    // steptime's blocking_fetch_timeline_by_hand); Llama-3.2-1B under Megatron-DeepSpeed
+    // ZeRO-3 on 16 A100-80GB (two nodes: the gathers cross the 25e9 B/s NICs)
+    let time = |stage: u8, gpus: u64, recompute: &str, blocking: bool| {
+        time_of(json!({
+            "model": {"preset": "llama-3.2-1b"},
+            "training": {"micro_batch_size": 4, "gradient_accumulation_steps": 2, "seq_len": 2048,
+                         "activation_checkpointing": recompute},
+            "engine": {"type": "megatron_deepspeed", "zero_stage": stage,
+                       "stage3_blocking_fetch": blocking},
+            "hardware": {"gpu": "a100-80gb", "num_gpus": gpus}
+        }))
+    };
+    for recompute in ["none", "full", "selective"] {
+        let (new, old) = (time(3, 16, recompute, false), time(3, 16, recompute, true));
+        // the data-parallel term grows; compute, elementwise and recomputation do not move
+        assert!(
+            term(&old, "data_parallel") > term(&new, "data_parallel"),
+            "{recompute}: {old:?} {new:?}"
+        );
+        for x in &new.terms {
+            if x.name != "data_parallel" {
+                assert_eq!(term(&old, &x.name), x.seconds, "{recompute} {}", x.name);
+            }
+        }
+    }
+    // nothing to gather below stage 3 or on one GPU
+    for (stage, gpus) in [(2, 16), (3, 1)] {
+        assert_eq!(
+            time(stage, gpus, "full", true).seconds,
+            time(stage, gpus, "full", false).seconds
+        );
+    }
+}
+
+#[test]
 fn ulysses_all_to_alls_by_hand() {
     // Llama-3.2-1B (16 layers, 32 query and 8 key/value heads of 64) on 4 A100-80GB (one
     // node), context parallel 4, micro-batch 1, one step, s 8192: 2048 tokens per GPU, AMP
@@ -601,7 +639,9 @@ fn published_throughput_within_the_stated_errors() {
     // casts (2026-11-29) moved the H200 runs to -4.9 and -3.4 % (bound 5 %); ZeRO-3's
     // re-gathers under full recomputation (2026-11-29) the paper's ZeRO-3 runs from
     // +11.5..+32.0 % to -6.2..+18.4 % (bound 20 %). The MPT runs timed with their Triton
-    // attention kernel (2026-11-29): -58.6 to +32.9 % (bound 60 %).
+    // attention kernel (2026-11-29): -58.6 to +32.9 % (bound 60 %). The paper's ZeRO-3 runs
+    // timed with DeepSpeed's fetch as it was before 0.6 (engine.stage3_blocking_fetch,
+    // 2026-11-29): -7.4..+8.9 % (bound 10 %).
     let v: Value =
         serde_json::from_str(include_str!("../../tests/reference/throughput_cases.json")).unwrap();
     let cases = v["cases"].as_array().unwrap();
@@ -618,7 +658,7 @@ fn published_throughput_within_the_stated_errors() {
             _ if id.starts_with("MC") => 0.25,
             _ if id.starts_with("TH") => 0.05,
             _ if id.starts_with("MF") => 0.60,
-            _ if id.starts_with("NA-T2-ZeRO-3") => 0.20,
+            _ if id.starts_with("NA-T2-ZeRO-3") => 0.10,
             // the paper's tensor x pipeline runs: -11.9 to +5.7 % since the Table 1 rows run
             // the authors' scripts and Megatron-LM's scatter/gather sends (2026-11-29)
             _ if id.starts_with("NA") => 0.13,
@@ -640,11 +680,13 @@ fn published_throughput_within_the_stated_errors() {
         }
         tokens.insert(id.to_string(), t.tokens_per_second_per_gpu);
     }
-    // the paper's Table 2: PTD-P beats ZeRO-3 once ZeRO-3's data-parallel group spans 768 or
-    // more GPUs (published 104 vs 61 tokens/s per GPU at 768 GPUs, 98 vs 31 at 1536, ...);
-    // the estimate orders these four the same way (the two at micro-batch 4 it does not, see
-    // ACCURACY.md)
+    // the paper's Table 2: PTD-P beats ZeRO-3 at every size (published 107 vs 100 tokens/s
+    // per GPU on 384 GPUs, 104 vs 61 on 768, 98 vs 31 on 1536, ...); at micro-batch 4 (384
+    // and 640 GPUs) only since DeepSpeed's blocking fetch is modelled (before it, 103 vs 113
+    // and 36.2 vs 38.0 estimated)
     for (ptdp, zero) in [
+        ("NA-T2-PTD-P-174.6B-384", "NA-T2-ZeRO-3-174.6B-384"),
+        ("NA-T2-PTD-P-529.6B-560", "NA-T2-ZeRO-3-529.6B-640"),
         ("NA-T2-PTD-P-174.6B-768", "NA-T2-ZeRO-3-174.6B-768"),
         ("NA-T2-PTD-P-174.6B-1536", "NA-T2-ZeRO-3-174.6B-1536"),
         ("NA-T2-PTD-P-529.6B-1120", "NA-T2-ZeRO-3-529.6B-1120"),

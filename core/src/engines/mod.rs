@@ -370,9 +370,20 @@ pub enum Collectives {
     /// sub-modules and their backward); else it is all-gathered again
     /// (`partitioned_param_coordinator.py` `__params_to_release`). FSDP's units, by
     /// contrast, stay gathered from the recomputed forward into their backward.
+    ///
+    /// `blocking`: DeepSpeed before 0.6 (`ZeroOptions::stage3_blocking_fetch`), with its
+    /// `stage3_prefetch_bucket_size`: a sub-module's fetch waits for the device and every
+    /// gather in flight, and the prefetch that follows gathers the next sub-modules of the
+    /// recorded order until this many elements are on the way (at least one), one
+    /// parameter's all-gather after another, so only those overlap the sub-module's compute
+    /// (v0.3.15 `stage3.py` `fetch_sub_module`, `_synchronize_communication`,
+    /// `prefetch_next_sub_modules`; `partition_parameters.py` `_allgather_param` synchronizes
+    /// before each all-gather). `None`: DeepSpeed 0.6 and later, whose fetches queue the
+    /// gathers on their own stream without waiting for the device.
     Modules {
         persistence_threshold: u64,
         reuse_distance: u64,
+        blocking: Option<u64>,
     },
     /// One per bucket of this many elements (DDP `bucket_cap_mb`, DeepSpeed
     /// `reduce_bucket_size`, Megatron-Core's `bucket_size`).

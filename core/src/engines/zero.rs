@@ -24,6 +24,7 @@ const ZERO_KEYS: &[&str] = &[
     "stage3_param_persistence_threshold",
     "stage3_max_reuse_distance",
     "sub_group_size",
+    "stage3_blocking_fetch",
 ];
 
 /// The largest ZeRO stage.
@@ -97,6 +98,9 @@ impl ZeroOptions {
                 super::Collectives::Modules {
                     persistence_threshold: self.stage3_param_persistence_threshold,
                     reuse_distance: self.stage3_max_reuse_distance,
+                    blocking: self
+                        .stage3_blocking_fetch
+                        .then_some(self.stage3_prefetch_bucket_size),
                 }
             } else {
                 // ZeRO-1/2 `step`: `all_gather_dp_groups` takes its

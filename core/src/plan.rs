@@ -316,6 +316,8 @@ struct Family {
     work: usize,
     bytes: crate::precision::StateBytes,
     traffic: crate::engines::DpTraffic,
+    /// What step time reads of its engine besides the traffic.
+    timing: crate::steptime::EngineTiming,
     /// Its candidates, `Space::candidates[first..end]`, by micro-batch.
     first: usize,
     end: usize,
@@ -630,6 +632,7 @@ fn space(req: &PlanRequest) -> Result<Space, Vec<FieldError>> {
                                         work,
                                         bytes,
                                         traffic,
+                                        timing: crate::steptime::EngineTiming::of(engine, &bytes),
                                         first,
                                         end: candidates.len(),
                                         sequences: local * dp,
@@ -747,8 +750,6 @@ impl Space {
         training.activation_checkpointing = f.recompute;
         training.micro_batch_size = c.micro_batch;
         training.gradient_accumulation_steps = c.accumulation;
-        let engine = &self.engines[f.engine].1;
-        let parallelism = engine.parallelism();
         let inputs = TimeInputs {
             arch: &self.model.arch,
             params: &self.model.params,
@@ -759,11 +760,7 @@ impl Space {
             perf: self.perf,
             gpu_arch: &self.model.gpu.arch,
             assumptions: self.assumptions,
-            code: engine.model().model_code(),
-            autocast: engine.runs_autocast(&f.bytes),
-            ulysses: parallelism.ulysses,
-            repeats_kv: engine.model().repeats_kv(),
-            pipeline_partitioned: parallelism.pipeline_partitioned,
+            engine: f.timing,
         };
         time(&inputs, &self.works[f.work])
     }

@@ -157,6 +157,16 @@ pub struct TimeInputs<'a> {
     /// efficiency.
     pub gpu_arch: &'a str,
     pub assumptions: TimeAssumptions,
+    /// What step time reads of the engine besides its traffic.
+    pub engine: EngineTiming,
+}
+
+/// What step time reads of the training engine apart from its data-parallel traffic
+/// ([`crate::engines::DpTraffic`]), read once per engine and state bytes
+/// ([`EngineTiming::of`]: by [`step_time_with`], and by the plan search once per family of
+/// candidates).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineTiming {
     /// Whose modules run the layers: eager attention's kernels differ
     /// ([`eager_score_bytes`]).
     pub code: ModelCode,
@@ -173,6 +183,21 @@ pub struct TimeInputs<'a> {
     /// at the receiver (the engine's
     /// [`crate::engines::Parallelism::pipeline_partitioned`]).
     pub pipeline_partitioned: bool,
+}
+
+impl EngineTiming {
+    /// The facts of training engine `engine` whose states take `bytes` per element.
+    pub fn of(engine: &crate::config::Engine, bytes: &StateBytes) -> EngineTiming {
+        let parallelism = engine.parallelism();
+        let model = engine.model();
+        EngineTiming {
+            code: model.model_code(),
+            autocast: engine.runs_autocast(bytes),
+            ulysses: parallelism.ulysses,
+            repeats_kv: model.repeats_kv(),
+            pipeline_partitioned: parallelism.pipeline_partitioned,
+        }
+    }
 }
 
 const TERA: f64 = 1e12;
@@ -1254,7 +1279,8 @@ impl Compute {
         // `nn.Linear` modules: not routed experts, `Conv1D` or dims not divisible by 16);
         // Megatron-Core's Transformer Engine layers run every decoder GEMM in fp8, grouped
         // experts too
-        let converted_only = tr.precision == Precision::Fp8 && t.code == ModelCode::Transformers;
+        let converted_only =
+            tr.precision == Precision::Fp8 && t.engine.code == ModelCode::Transformers;
         let (tp, cp) = (
             l.tensor_parallel_size.max(1),
             l.context_parallel_size.max(1),
@@ -1281,15 +1307,20 @@ impl Compute {
                 (1.0, 1.0)
             },
             // SDPA given a sliding-window mask visits every key of those layers
-            masked: crate::activations::sdpa_sliding_mask(t.code, tr.attention, arch, tr.seq_len),
+            masked: crate::activations::sdpa_sliding_mask(
+                t.engine.code,
+                tr.attention,
+                arch,
+                tr.seq_len,
+            ),
             heads: arch.num_attention_heads as f64,
             dqk: arch.qk_head_dim() as f64,
             dv: arch.v_head_dim() as f64,
             mem_bw: t.perf.memory_gbs * GIGA,
             eager_bytes: eager_score_bytes(
-                t.code,
+                t.engine.code,
                 act,
-                t.autocast,
+                t.engine.autocast,
                 matches!(tr.precision, Precision::AmpFp16 | Precision::Fp16),
                 arch.attention_dropout,
             ),
@@ -1408,8 +1439,8 @@ fn slowest_stage(
 
     let ew = elementwise_bytes(
         arch,
-        t.code,
-        t.code == ModelCode::Megatron || tr.compile,
+        t.engine.code,
+        t.engine.code == ModelCode::Megatron || tr.compile,
         tr.loss,
         act,
         tp,
@@ -1469,10 +1500,10 @@ fn slowest_stage(
         let tp_time =
             w.layers as f64 * tp_count * (all_reduce(tokens * h * act, tp, tp_bw) + tp_lat);
         // context parallel: DeepSpeed-Ulysses' all-to-alls, on the critical path
-        let cp_time = if cp > 1 && t.ulysses {
+        let cp_time = if cp > 1 && t.engine.ulysses {
             w.layers as f64
                 * (fwd_passes + 1.0)
-                * ulysses_elements(arch, t.repeats_kv, tp, cp, tokens)
+                * ulysses_elements(arch, t.engine.repeats_kv, tp, cp, tokens)
                 * act
                 / cp_bw
         } else if cp > 1 {
@@ -1557,7 +1588,7 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
         let message = tokens * h * act;
         let one = if l.sequence_parallel {
             message / tp as f64 / pp_bw
-        } else if t.pipeline_partitioned && tp > 1 {
+        } else if t.engine.pipeline_partitioned && tp > 1 {
             let tp_nodes = nodes_of(l, tp, 1);
             message / tp as f64 / pp_bw
                 + gather(message, tp, link(t.perf, l, tp, 1))
@@ -1921,7 +1952,6 @@ pub fn step_time_with(
     assumptions: TimeAssumptions,
 ) -> StepTime {
     let t = &r.config.training;
-    let parallelism = r.config.engine.parallelism();
     step_time(&TimeInputs {
         arch: &r.arch,
         params: &r.params,
@@ -1932,11 +1962,7 @@ pub fn step_time_with(
         perf,
         gpu_arch: &r.gpu.arch,
         assumptions,
-        code: r.model_code,
-        autocast: r.config.engine.runs_autocast(&r.bytes),
-        ulysses: parallelism.ulysses,
-        repeats_kv: r.config.engine.model().repeats_kv(),
-        pipeline_partitioned: parallelism.pipeline_partitioned,
+        engine: EngineTiming::of(&r.config.engine, &r.bytes),
     })
 }
 

@@ -723,6 +723,17 @@ struct Hook {
     reduces: f64,
 }
 
+impl Hook {
+    /// A hook that only computes (the attention core, the LM head and loss).
+    fn compute(seconds: f64) -> Hook {
+        Hook {
+            gathers: None,
+            compute: seconds,
+            reduces: 0.0,
+        }
+    }
+}
+
 /// Seconds by which one pass of `hooks` outlasts its compute under DeepSpeed's blocking
 /// ZeRO-3 fetch (before 0.6, [`crate::engines::Collectives::Modules`]' `blocking`), as
 /// v0.3.15's hooks order it (`stage3.py` `pre_sub_module_forward_function` and
@@ -849,11 +860,7 @@ fn blocking_passes(
     let forward = |hooks: &mut Vec<Hook>| {
         for (k, m) in modules.iter().enumerate() {
             if attn_out == Some(k) {
-                hooks.push(Hook {
-                    gathers: None,
-                    compute: c.attn.0,
-                    reduces: 0.0,
-                });
+                hooks.push(Hook::compute(c.attn.0));
             }
             hooks.push(Hook {
                 gathers: gathers(m, true),
@@ -867,18 +874,10 @@ fn blocking_passes(
     for _ in 0..layers {
         forward(&mut hooks);
     }
-    hooks.push(Hook {
-        gathers: None,
-        compute: c.head.0,
-        reduces: 0.0,
-    });
+    hooks.push(Hook::compute(c.head.0));
     let fwd = blocking_exposed(&hooks, bucket as f64, &gather, &reduce);
     hooks.clear();
-    hooks.push(Hook {
-        gathers: None,
-        compute: c.head.1,
-        reduces: 0.0,
-    });
+    hooks.push(Hook::compute(c.head.1));
     for _ in 0..layers {
         if full_recompute {
             forward(&mut hooks);
@@ -890,18 +889,10 @@ fn blocking_passes(
                 gathers: gathers(m, again),
                 compute: c.mm_bwd * m.numel as f64 * c.per_element + c.elementwise.1 * share,
                 // a persistent sub-module's few gradients ride in the next bucket
-                reduces: if m.largest > threshold {
-                    m.numel as f64
-                } else {
-                    0.0
-                },
+                reduces: gathers(m, true).unwrap_or(0.0),
             });
             if attn_out == Some(k) {
-                hooks.push(Hook {
-                    gathers: None,
-                    compute: c.attn.1,
-                    reduces: 0.0,
-                });
+                hooks.push(Hook::compute(c.attn.1));
             }
             after = after.saturating_add(m.numel);
         }

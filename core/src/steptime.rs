@@ -1115,10 +1115,21 @@ pub fn elementwise_bytes(
     }
 }
 
-/// One micro-batch on a stage, seconds: (all of it, forward + backward compute with its
-/// elementwise kernels (the window data-parallel traffic overlaps), the forward's part of
-/// that, [elementwise, recomputation, TP, CP, EP]).
-type StageTime = (f64, f64, f64, [f64; 5]);
+/// One micro-batch on a stage, seconds.
+#[derive(Clone, Copy, Default)]
+struct StageTime {
+    /// All of it.
+    per_mb: f64,
+    /// Forward + backward compute with its elementwise kernels (the window data-parallel
+    /// traffic overlaps).
+    compute: f64,
+    /// The forward's part of `compute`.
+    forward: f64,
+    /// Elementwise kernels, recomputation, TP, CP and EP exchanges.
+    rest: [f64; 5],
+    /// Its matmuls and attention kernels.
+    kernels: StageCompute,
+}
 
 /// The terms of one step, in [`TIME_TERMS`] order, and what MFU needs.
 struct Numbers {
@@ -1237,6 +1248,7 @@ struct Compute {
 /// One micro-batch's compute on a stage, seconds: the layers' forward matmuls, the
 /// attention kernels forward and backward, and the forward and backward passes (matmuls and
 /// attention; elementwise kernels apart).
+#[derive(Clone, Copy, Default)]
 struct StageCompute {
     layer_mm_fwd: f64,
     attn_fwd: f64,
@@ -1401,11 +1413,7 @@ fn numbers(t: &TimeInputs) -> Numbers {
 /// The slowest stage's micro-batch ([`StageTime`], and its work): its compute, elementwise
 /// kernels, recomputation and tensor-, context- and expert-parallel exchanges (see
 /// [`numbers_with`], whose terms take it).
-fn slowest_stage(
-    t: &TimeInputs,
-    work: &LayoutWork,
-    c: &Compute,
-) -> (f64, f64, f64, [f64; 5], StageWork) {
+fn slowest_stage(t: &TimeInputs, work: &LayoutWork, c: &Compute) -> (StageTime, StageWork) {
     let (arch, l, tr) = (t.arch, t.layout, t.training);
     let (act, tokens, per_gpu) = (c.act, c.tokens, c.per_gpu);
     let (tp, cp) = (
@@ -1471,13 +1479,14 @@ fn slowest_stage(
             (ew_fwd, ew_bwd)
         };
         let elementwise = ew_fwd + ew_bwd + loss_fwd + loss_bwd;
+        let kernels = c.stage(w);
         let StageCompute {
             layer_mm_fwd,
             attn_fwd,
             attn_bwd,
             fwd,
             bwd,
-        } = c.stage(w);
+        } = kernels;
         let recompute = recomputed(tr.activation_checkpointing, layer_mm_fwd, attn_fwd, ew_fwd);
         // the layers' exchanges run in every forward (twice under full recomputation) and in
         // backward
@@ -1522,19 +1531,19 @@ fn slowest_stage(
         } else {
             0.0
         };
-        let per_mb = fwd + bwd + elementwise + recompute + tp_time + cp_time + ep_time;
-        (
-            per_mb,
-            fwd + bwd + elementwise,
-            fwd + ew_fwd + loss_fwd,
-            [elementwise, recompute, tp_time, cp_time, ep_time],
-        )
+        StageTime {
+            per_mb: fwd + bwd + elementwise + recompute + tp_time + cp_time + ep_time,
+            compute: fwd + bwd + elementwise,
+            forward: fwd + ew_fwd + loss_fwd,
+            rest: [elementwise, recompute, tp_time, cp_time, ep_time],
+            kernels,
+        }
     };
-    let mut slowest = (0.0f64, 0.0f64, 0.0f64, [0.0f64; 5], StageWork::default());
+    let mut slowest = (StageTime::default(), StageWork::default());
     for w in &work.stages {
-        let (per_mb, compute, forward, rest) = time_stage(w);
-        if per_mb >= slowest.0 {
-            slowest = (per_mb, compute, forward, rest, *w);
+        let st = time_stage(w);
+        if st.per_mb >= slowest.0.per_mb {
+            slowest = (st, *w);
         }
     }
     slowest
@@ -1562,8 +1571,16 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
     let h = arch.hidden_size as f64;
 
     let pp_bw = link(t.perf, l, 2, tp * cp * l.data_parallel_size);
-    let (t_mb, t_compute_mb, fwd_mb, [t_ew, t_rc, t_tp, t_cp, t_ep], w) =
-        slowest_stage(t, work, &c);
+    let (
+        StageTime {
+            per_mb: t_mb,
+            compute: t_compute_mb,
+            forward: fwd_mb,
+            rest: [t_ew, t_rc, t_tp, t_cp, t_ep],
+            kernels: sc,
+        },
+        w,
+    ) = slowest_stage(t, work, &c);
     let model_flops_token = work.flops_per_token;
     let compute = m * (t_compute_mb - t_ew);
     let bubble = if pp > 1 {
@@ -1722,7 +1739,6 @@ fn numbers_with(t: &TimeInputs, work: &LayoutWork) -> Numbers {
                 && w.layers > 0
                 && elements > 0
             {
-                let sc = c.stage(&w);
                 let layers = w.layers as f64;
                 let ew_fwd = (fwd_mb - sc.fwd).max(0.0);
                 let ew_bwd = (t_ew - ew_fwd).max(0.0);
@@ -1841,8 +1857,8 @@ pub fn step_seconds_with(t: &TimeInputs, work: &LayoutWork) -> f64 {
 /// exactly only when this bound does not rank it behind the plans already found.
 pub fn step_seconds_lower_bound(t: &TimeInputs, work: &LayoutWork) -> f64 {
     let m = t.training.gradient_accumulation_steps.max(1) as f64;
-    let (per_mb, ..) = slowest_stage(t, work, &Compute::of(t));
-    m * per_mb * (1.0 - 1e-9)
+    let (slowest, _) = slowest_stage(t, work, &Compute::of(t));
+    m * slowest.per_mb * (1.0 - 1e-9)
 }
 
 /// A cheaper, lower bound below [`step_seconds_lower_bound`] (whose conditions apply): of a

@@ -10,10 +10,10 @@ source "$(dirname "$0")/tools.sh"
 cd "$ROOT"
 start=$(date +%s)
 # One build per run: incremental caches and full debug info only cost disk and link time
-# here (a fresh clone's target/ was 6.5 GB with them); backtraces keep file:line.
+# here (a fresh clone's target/ was 6.5 GB with them); backtraces keep file:line. The
+# test profile inherits the dev profile's debug setting.
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-export CARGO_PROFILE_TEST_DEBUG=line-tables-only
 # A failed step says how much disk and memory were left (a CI run once failed in Trunk's
 # wasm-bindgen step with its message cut off).
 trap 'rc=$?; [ $rc = 0 ] || { echo "== failed (exit $rc); disk and memory left:" >&2; df -h "$ROOT" /tmp >&2 || true; free -m >&2 || true; du -sh "$ROOT/target" >&2 || true; }' EXIT
